@@ -1,0 +1,29 @@
+// The compiled module posenc._native: threads, ISA selection and every
+// family's kernels. Thin glue only: the maths lives in cpp/include and cpp/src.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "bindings/register.hpp"
+#include "posenc/dispatch.hpp"
+#include "posenc/threads.hpp"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_native, m) {
+    m.doc() = "posenc's compiled kernels (internal: use the posenc package)";
+    m.attr("__version__") = POSENC_VERSION;
+
+    m.def("active_isa", [] { return std::string(posenc::isa_name(posenc::active_isa())); });
+    m.def("available_isas", [] {
+        std::vector<std::string> names;
+        for (auto isa : posenc::available_isas()) names.emplace_back(posenc::isa_name(isa));
+        return names;
+    });
+    m.def("select_isa", &posenc::select_isa, py::arg("name"));
+    m.def("set_num_threads", &posenc::set_num_threads, py::arg("n"));
+    m.def("get_num_threads", &posenc::num_threads);
+    m.def("have_openmp", &posenc::have_openmp);
+    m.def("after_fork_in_child", &posenc::mark_forked_child);
+
+    posenc::bind::register_sinusoidal(m);
+}

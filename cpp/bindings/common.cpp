@@ -1,0 +1,87 @@
+#include "bindings/common.hpp"
+
+#include <cstring>
+
+namespace posenc::bind {
+
+namespace {
+std::string shape_of(const py::array& a) {
+    std::string s = "(";
+    for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+    return s + (a.ndim() == 1 ? ",)" : ")");
+}
+}  // namespace
+
+DType float_dtype(const py::array& a, const char* name) {
+    const py::dtype dt = a.dtype();
+    if (dt.byteorder() == '>') throw py::type_error(std::string(name) + " must be in native byte order");
+    if (dt.is(py::dtype::of<float>())) return DType::f32;
+    if (dt.is(py::dtype::of<double>())) return DType::f64;
+    if (dt.kind() == 'f' && dt.itemsize() == 2) return DType::f16;
+    if (dt.itemsize() == 2 && py::str(dt.attr("name")).cast<std::string>() == "bfloat16") return DType::bf16;
+    if (dt.kind() == 'f' && dt.itemsize() == 4) return DType::f32;
+    if (dt.kind() == 'f' && dt.itemsize() == 8) return DType::f64;
+    throw py::type_error(std::string(name) + " must be float32, float64, float16 or bfloat16, got " +
+                         py::str(dt).cast<std::string>());
+}
+
+void require_writeable(const py::array& a, const char* name) {
+    if (!a.writeable()) throw std::invalid_argument(std::string(name) + " is read-only");
+}
+
+std::int64_t element_stride(const py::array& a, py::ssize_t axis, const char* name) {
+    const auto item = static_cast<std::int64_t>(a.itemsize());
+    const auto stride = static_cast<std::int64_t>(a.strides(axis));
+    if (stride % item != 0 || reinterpret_cast<std::uintptr_t>(a.data()) % static_cast<std::uintptr_t>(item) != 0)
+        throw std::invalid_argument(std::string(name) + " is not aligned to its itemsize");
+    return stride / item;
+}
+
+const double* float64_vector(const py::array& a, std::int64_t n, const char* name) {
+    if (!a.dtype().is(py::dtype::of<double>()) || a.ndim() != 1 || a.shape(0) != n ||
+        !(a.flags() & py::array::c_style))
+        throw std::invalid_argument(std::string(name) + " must be a contiguous float64 vector of length " +
+                                    std::to_string(n) + ", got shape " + shape_of(a));
+    return static_cast<const double*>(a.data());
+}
+
+Positions positions_of(const std::optional<py::array>& values, double start, std::int64_t rows) {
+    if (!values) return {nullptr, start};
+    return {float64_vector(*values, rows, "positions"), 0.0};
+}
+
+Rows::Rows(const py::array& a, const char* name) {
+    const py::ssize_t nd = a.ndim();
+    if (nd < 2) throw std::invalid_argument(std::string(name) + " must have at least 2 dimensions, got shape " + shape_of(a));
+    rows_ = a.shape(nd - 2);
+    cols_ = a.shape(nd - 1);
+    row_stride_ = element_stride(a, nd - 2, name);
+    col_stride_ = element_stride(a, nd - 1, name);
+    std::int64_t batches = 1;
+    for (py::ssize_t i = 0; i < nd - 2; ++i) batches *= a.shape(i);
+    if (batches == 0 || rows_ == 0 || cols_ == 0) return;
+    offsets_.assign(static_cast<std::size_t>(batches), 0);
+    // Walk the leading axes in C order like an odometer.
+    std::vector<std::int64_t> index(static_cast<std::size_t>(nd > 2 ? nd - 2 : 0), 0), stride(index.size());
+    for (std::size_t i = 0; i < index.size(); ++i) stride[i] = element_stride(a, static_cast<py::ssize_t>(i), name);
+    std::int64_t offset = 0;
+    for (std::int64_t b = 0; b < batches; ++b) {
+        offsets_[static_cast<std::size_t>(b)] = offset;
+        for (std::size_t axis = index.size(); axis-- > 0;) {
+            offset += stride[axis];
+            if (++index[axis] < a.shape(static_cast<py::ssize_t>(axis))) break;
+            offset -= stride[axis] * index[axis];
+            index[axis] = 0;
+        }
+    }
+}
+
+void require_same_shape(const py::array& a, const char* a_name, const py::array& b, const char* b_name) {
+    bool same = a.ndim() == b.ndim();
+    for (py::ssize_t i = 0; same && i < a.ndim(); ++i) same = a.shape(i) == b.shape(i);
+    if (!same)
+        throw std::invalid_argument(std::string(a_name) + " has shape " + shape_of(a) + " but " + b_name +
+                                    " has shape " + shape_of(b));
+}
+
+}  // namespace posenc::bind

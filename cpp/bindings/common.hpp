@@ -1,0 +1,61 @@
+// bindings/common.hpp — turning NumPy arrays into what kernels take.
+//
+// Arrays arrive as plain py::array: never a force-casting py::array_t, which
+// would silently copy a strided or mistyped `out` and leave the caller's
+// array untouched. Everything here checks, nothing converts: the Python
+// layer has already normalised arguments, and these checks are the last line
+// that keeps a kernel from reading or writing out of bounds.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "posenc/dtype.hpp"
+#include "posenc/positions.hpp"
+
+namespace posenc::bind {
+
+namespace py = pybind11;
+
+// The storage type of a floating array; TypeError for anything else.
+DType float_dtype(const py::array& a, const char* name);
+
+// A writeable array; ValueError naming `name` otherwise.
+void require_writeable(const py::array& a, const char* name);
+
+// A float64, C-contiguous, 1-D array of exactly n elements.
+const double* float64_vector(const py::array& a, std::int64_t n, const char* name);
+
+// Optional positions: float64 of `rows` elements, or nullptr for start + k.
+Positions positions_of(const std::optional<py::array>& values, double start, std::int64_t rows);
+
+// The [batch..., rows, cols] view of `a` (ndim ≥ 2) as offsets and strides in
+// elements. Owns the batch offsets; every address it describes lies inside `a`.
+class Rows {
+  public:
+    Rows(const py::array& a, const char* name);
+    RowLayout layout() const { return {offsets_.data(), static_cast<std::int64_t>(offsets_.size()), row_stride_, col_stride_}; }
+    std::int64_t rows() const { return rows_; }
+    std::int64_t cols() const { return cols_; }
+    bool empty() const { return offsets_.empty() || rows_ == 0 || cols_ == 0; }
+
+  private:
+    std::vector<std::int64_t> offsets_;
+    std::int64_t rows_, cols_, row_stride_, col_stride_;
+};
+
+// Element stride of axis `axis`; ValueError if the array is not aligned to
+// its itemsize (the Python layer copies those first).
+std::int64_t element_stride(const py::array& a, py::ssize_t axis, const char* name);
+
+// Same shape on every axis; ValueError naming both otherwise.
+void require_same_shape(const py::array& a, const char* a_name, const py::array& b, const char* b_name);
+
+}  // namespace posenc::bind

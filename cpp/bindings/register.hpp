@@ -1,0 +1,10 @@
+// bindings/register.hpp — one registration function per kernel family.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace posenc::bind {
+
+void register_sinusoidal(pybind11::module_& m);
+
+}  // namespace posenc::bind

@@ -1,0 +1,44 @@
+// posenc/dispatch.hpp — runtime choice among the per-ISA copies of a kernel family.
+//
+// Each family header declares a table of function pointers (one entry per
+// kernel and dtype) and one instance of it per ISA namespace. The bindings ask
+// for the active table with `dispatch(...)`; the choice is made once, at
+// import (cpu.cpp), from CPUID and XGETBV, and may be lowered with POSENC_ISA.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace posenc {
+
+enum class Isa : int { baseline = 0, avx2 = 1, avx512 = 2 };
+
+// The ISA kernels run on now.
+Isa active_isa();
+// Every ISA this CPU and OS can run, lowest first.
+std::vector<Isa> available_isas();
+const char* isa_name(Isa isa);
+// Select by name ("baseline", "avx2", "avx512", or "" for the best);
+// std::invalid_argument if the name is unknown or the CPU lacks it.
+void select_isa(const std::string& name);
+
+template <class Table>
+const Table& dispatch(const Table& baseline, const Table& avx2, const Table& avx512) {
+    switch (active_isa()) {
+        case Isa::avx512: return avx512;
+        case Isa::avx2: return avx2;
+        default: return baseline;
+    }
+}
+
+}  // namespace posenc
+
+// Declares a family's table in each ISA namespace and the dispatched accessor
+// `name()` returning the active one.
+#define POSENC_DECLARE_KERNELS(Table, name)                                      \
+    namespace baseline { extern const Table name; }                              \
+    namespace avx2 { extern const Table name; }                                  \
+    namespace avx512 { extern const Table name; }                                \
+    inline const Table& name##_kernels() {                                       \
+        return ::posenc::dispatch(baseline::name, avx2::name, avx512::name);     \
+    }

@@ -1,0 +1,89 @@
+// Which ISA the kernels run on: detected once, at import, lowered on request.
+//
+// A feature is usable only if the CPU has it (CPUID) and the OS saves its
+// registers on a context switch (XGETBV): a hypervisor may report AVX-512
+// while the OS leaves the ZMM state disabled.
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "posenc/dispatch.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define POSENC_X86 1
+#endif
+
+namespace posenc {
+
+namespace {
+
+#ifdef POSENC_X86
+std::uint64_t xgetbv0() {
+    unsigned eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return (static_cast<std::uint64_t>(edx) << 32) | eax;
+}
+#endif
+
+Isa detect_best() {
+#ifdef POSENC_X86
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return Isa::baseline;
+    const bool osxsave = ecx & (1u << 27), fma = ecx & (1u << 12), f16c = ecx & (1u << 29),
+               avx = ecx & (1u << 28);
+    if (!(osxsave && avx && fma && f16c)) return Isa::baseline;
+    const std::uint64_t xcr0 = xgetbv0();
+    const bool ymm_state = (xcr0 & 0x6) == 0x6;            // SSE and AVX state
+    const bool zmm_state = (xcr0 & 0xe6) == 0xe6;          // plus opmask, ZMM_Hi256, Hi16_ZMM
+    if (!ymm_state) return Isa::baseline;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return Isa::baseline;
+    const bool avx2 = ebx & (1u << 5);
+    const bool avx512 = (ebx & (1u << 16)) && (ebx & (1u << 17)) && (ebx & (1u << 30)) && (ebx & (1u << 31));  // F DQ BW VL
+    if (avx2 && avx512 && zmm_state) return Isa::avx512;
+    if (avx2) return Isa::avx2;
+#endif
+    return Isa::baseline;
+}
+
+const Isa g_best = detect_best();
+std::atomic<int> g_active{static_cast<int>(g_best)};
+
+}  // namespace
+
+Isa active_isa() { return static_cast<Isa>(g_active.load(std::memory_order_relaxed)); }
+
+std::vector<Isa> available_isas() {
+    std::vector<Isa> out;
+    for (int i = 0; i <= static_cast<int>(g_best); ++i) out.push_back(static_cast<Isa>(i));
+    return out;
+}
+
+const char* isa_name(Isa isa) {
+    switch (isa) {
+        case Isa::avx512: return "avx512";
+        case Isa::avx2: return "avx2";
+        default: return "baseline";
+    }
+}
+
+void select_isa(const std::string& name) {
+    if (name.empty()) {
+        g_active.store(static_cast<int>(g_best));
+        return;
+    }
+    for (int i = 0; i <= static_cast<int>(Isa::avx512); ++i) {
+        if (name == isa_name(static_cast<Isa>(i))) {
+            if (i > static_cast<int>(g_best)) {
+                throw std::invalid_argument("POSENC_ISA=" + name + " is not supported by this CPU (best available: " +
+                                            isa_name(g_best) + ")");
+            }
+            g_active.store(i);
+            return;
+        }
+    }
+    throw std::invalid_argument("POSENC_ISA must be one of 'baseline', 'avx2', 'avx512', got '" + name + "'");
+}
+
+}  // namespace posenc

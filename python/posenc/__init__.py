@@ -1,0 +1,71 @@
+"""posenc — transformer positional encodings for NumPy, computed by a SIMD/OpenMP C++ core.
+
+Absolute (sinusoidal, 2-D/3-D), with rotary and relative schemes built on the
+same core. Every function has a NumPy twin in :mod:`posenc.reference`;
+``set_backend("reference")`` routes every call there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from . import _backend, _checks
+from ._backend import get_backend, set_backend
+from ._sinusoidal import add_sinusoidal, concat_positional, sinusoidal, sinusoidal_2d, sinusoidal_3d
+from ._version import __version__
+from .reference import sinusoidal_frequencies
+
+__all__ = [
+    "__version__",
+    "add_sinusoidal",
+    "concat_positional",
+    "get_backend",
+    "get_num_threads",
+    "info",
+    "set_backend",
+    "set_num_threads",
+    "sinusoidal",
+    "sinusoidal_2d",
+    "sinusoidal_3d",
+    "sinusoidal_frequencies",
+]
+
+
+def set_num_threads(n: Any) -> None:
+    """Use at most ``n`` OpenMP threads in posenc's kernels (``None`` restores the default).
+
+    The default follows OpenMP: ``OMP_NUM_THREADS`` and
+    ``threadpoolctl.threadpool_limits``. Small inputs always run on the
+    calling thread. Results do not depend on the thread count.
+    """
+    value = 0 if n is None else _checks.integer(n, "n", minimum=1)
+    if _backend.native is not None:
+        _backend.native.set_num_threads(value)
+
+
+def get_num_threads() -> int:
+    """The number of threads posenc's kernels may use now (1 on the reference backend)."""
+    if _backend.native is None or not _backend.use_native():
+        return 1
+    return int(_backend.native.get_num_threads())
+
+
+def info() -> Dict[str, Any]:
+    """What posenc runs on: version, ISA chosen and available, threads, backend.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> sorted(posenc.info())
+    ['backend', 'isa', 'isas_available', 'native', 'openmp', 'threads', 'version']
+    """
+    native = _backend.native
+    return {
+        "version": __version__,
+        "backend": get_backend(),
+        "native": native is not None,
+        "isa": native.active_isa() if native is not None else None,
+        "isas_available": list(native.available_isas()) if native is not None else [],
+        "openmp": bool(native.have_openmp()) if native is not None else False,
+        "threads": get_num_threads(),
+    }

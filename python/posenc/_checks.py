@@ -1,0 +1,194 @@
+"""Argument checks shared by every public function and both backends.
+
+Each check names the argument and what was expected, and raises the NumPy
+exception types: ``TypeError`` for a wrong kind (a float where an integer is
+needed, an integer array where floats are), ``ValueError`` for a wrong value
+or shape. Nothing here writes to user memory, so a failed check leaves every
+``out`` untouched.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+
+try:  # optional: bfloat16 support
+    import ml_dtypes as _ml_dtypes
+
+    BFLOAT16: Optional[np.dtype] = np.dtype(_ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - depends on the environment
+    BFLOAT16 = None
+
+FLOAT_DTYPES: Tuple[np.dtype, ...] = tuple(
+    np.dtype(t) for t in (np.float32, np.float64, np.float16)
+) + ((BFLOAT16,) if BFLOAT16 is not None else ())
+
+_MAX_BYTES = np.iinfo(np.intp).max
+
+
+def integer(value: Any, name: str, *, minimum: Optional[int] = None) -> int:
+    """``operator.index(value)``: ints and integer scalars, never floats or bools."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got a bool")
+    try:
+        result = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+    if minimum is not None and result < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {result}")
+    return result
+
+
+def real(value: Any, name: str, *, positive: bool = False) -> float:
+    """A finite real number (bools refused)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    result = float(value)
+    if not math.isfinite(result):
+        raise ValueError(f"{name} must be finite, got {result}")
+    if positive and result <= 0:
+        raise ValueError(f"{name} must be > 0, got {result}")
+    return result
+
+
+def base(value: Any, name: str = "base") -> float:
+    """A frequency base: finite, > 0 and not 1 (base 1 gives every pair the same angle)."""
+    result = real(value, name, positive=True)
+    if result == 1.0:
+        raise ValueError(f"{name} must not be 1 (every frequency would be equal)")
+    return result
+
+
+def even_dim(value: Any, name: str = "dim") -> int:
+    result = integer(value, name, minimum=1)
+    if result % 2:
+        raise ValueError(f"{name} must be even, got {result}")
+    return result
+
+
+def choice(value: Any, name: str, options: Sequence[str]) -> str:
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, options))}, got {value!r}")
+    return value
+
+
+def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
+    """A floating result dtype posenc computes in."""
+    try:
+        dt = np.dtype(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a NumPy dtype, got {value!r}") from None
+    if dt.newbyteorder("=") not in FLOAT_DTYPES or dt.byteorder not in "=|" + _native_order():
+        supported = ", ".join(str(d) for d in FLOAT_DTYPES)
+        raise TypeError(f"{name} must be one of {supported}, got {dt}")
+    return dt.newbyteorder("=")
+
+
+def _native_order() -> str:
+    return "<" if np.little_endian else ">"
+
+
+def as_array(value: Any, name: str) -> np.ndarray:
+    """A view of ``value`` as an ndarray: no copy for arrays, buffers and DLPack tensors."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__dlpack__") and not hasattr(value, "__array__"):
+        try:
+            return np.from_dlpack(value)
+        except (TypeError, BufferError, RuntimeError):
+            pass
+    try:
+        return np.asarray(value)
+    except Exception as exc:  # noqa: BLE001 - re-raised with the argument's name
+        raise TypeError(f"{name} must be array-like, got {type(value).__name__}: {exc}") from None
+
+
+def float_array(value: Any, name: str) -> np.ndarray:
+    """A floating array, in native byte order (byte-swapped input is converted)."""
+    arr = as_array(value, name)
+    if arr.dtype.newbyteorder("=") not in FLOAT_DTYPES:
+        supported = ", ".join(str(d) for d in FLOAT_DTYPES)
+        raise TypeError(f"{name} must have a floating dtype ({supported}), got {arr.dtype}")
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr
+
+
+def positions(value: Any, name: str = "positions") -> Tuple[Optional[np.ndarray], int]:
+    """Positions as (float64 vector or None, count). An int n means arange(n)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return None, integer(value, name, minimum=0)
+    arr = as_array(value, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be an int or a 1-D array, got an array of shape {arr.shape}")
+    return position_values(arr, name), arr.shape[0]
+
+
+def position_values(arr: np.ndarray, name: str = "positions") -> np.ndarray:
+    """Finite integer or float positions of any shape, as float64."""
+    is_float = arr.dtype.newbyteorder("=") in FLOAT_DTYPES
+    if arr.dtype.kind not in "iu" and not is_float:
+        raise TypeError(f"{name} must hold integers or floats, got dtype {arr.dtype}")
+    values = np.ascontiguousarray(arr, dtype=np.float64)
+    if values.size and not np.isfinite(values).all():
+        raise ValueError(f"{name} must be finite (found NaN or infinity)")
+    return values
+
+
+def result_size(shape: Sequence[int], dtype: np.dtype, name: str) -> None:
+    """Refuse shapes whose byte size overflows the address space (before allocating)."""
+    total = dtype.itemsize
+    for extent in shape:
+        total *= extent
+    if total > _MAX_BYTES:
+        raise ValueError(f"{name} of shape {tuple(shape)} and dtype {dtype} would need {total} bytes")
+
+
+def output(
+    out: Any,
+    shape: Sequence[int],
+    dtype: np.dtype,
+    inputs: Sequence[Tuple[np.ndarray, str]] = (),
+    name: str = "out",
+) -> Optional[np.ndarray]:
+    """Check a caller's ``out``: exact shape and dtype, writeable, no partial overlap.
+
+    Returns the ndarray view to write (``None`` if ``out`` is None). ``out``
+    may be exactly one of the inputs (same memory, shape and strides).
+    """
+    if out is None:
+        return None
+    arr = as_array(out, name)
+    if arr.dtype != dtype:
+        raise TypeError(f"{name} must have dtype {dtype}, got {arr.dtype}")
+    if tuple(arr.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(arr.shape)}")
+    if not arr.flags.writeable:
+        raise ValueError(f"{name} is read-only")
+    for inp, inp_name in inputs:
+        if inp is None or not np.may_share_memory(arr, inp):
+            continue
+        identical = (
+            arr.__array_interface__["data"][0] == inp.__array_interface__["data"][0]
+            and arr.strides == inp.strides
+            and arr.shape == inp.shape
+            and arr.dtype == inp.dtype
+        )
+        if not identical and _overlap(arr, inp):
+            raise ValueError(f"{name} overlaps {inp_name} without being the same array")
+    return arr
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    try:
+        return bool(np.shares_memory(a, b, max_work=10**6))
+    except Exception:  # TooHardError: too costly to prove disjoint, so refuse
+        return True
+
+
+def aligned(arr: np.ndarray) -> bool:
+    """Whether the kernels can address ``arr`` element by element."""
+    return arr.flags.aligned and all(s % arr.itemsize == 0 for s in arr.strides)

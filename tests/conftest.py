@@ -1,0 +1,52 @@
+"""Shared fixtures: every native ISA path, both backends, per-dtype tolerances."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+import posenc
+from posenc import _backend
+
+settings.register_profile("default", max_examples=60, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile("fuzz", max_examples=20000, deadline=None, suppress_health_check=list(HealthCheck))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+NATIVE = _backend.native is not None
+ISAS = list(_backend.native.available_isas()) if NATIVE else []
+
+requires_native = pytest.mark.skipif(not NATIVE, reason="the compiled core is not available")
+
+
+@pytest.fixture(params=ISAS or [pytest.param(None, marks=pytest.mark.skip(reason="no compiled core"))])
+def isa(request):
+    """Run the test once per ISA this CPU supports, forcing the native backend."""
+    previous_backend = posenc.get_backend()
+    previous_isa = _backend.native.active_isa()
+    posenc.set_backend("native")
+    _backend.native.select_isa(request.param)
+    try:
+        yield request.param
+    finally:
+        _backend.native.select_isa(previous_isa)
+        posenc.set_backend(previous_backend)
+
+
+@pytest.fixture
+def reference_backend():
+    previous = posenc.get_backend()
+    posenc.set_backend("reference")
+    try:
+        yield
+    finally:
+        posenc.set_backend(previous)
+
+
+def ulp_tolerance(dtype) -> float:
+    """Half an ulp of 1 in ``dtype`` plus float64 slack: the budget of one rounding of a value ≤ 1."""
+    return float(np.finfo(dtype).eps) / 2 if np.dtype(dtype) != np.float64 else 0.0

@@ -1,0 +1,41 @@
+"""Strategies and comparisons shared by the test modules."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posenc._checks import BFLOAT16
+
+FLOAT_DTYPES = [np.float32, np.float64, np.float16] + ([BFLOAT16] if BFLOAT16 is not None else [])
+
+
+def strided_view(base: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A view of ``base``'s data with a random mix of reversed and stepped axes of the same shape."""
+    index = []
+    big_shape = []
+    for n in base.shape:
+        step = int(rng.integers(1, 3))
+        big_shape.append(n * step)
+        index.append(slice(None, None, -step) if rng.random() < 0.3 else slice(None, None, step))
+    big = np.zeros(big_shape, base.dtype)
+    view = big[tuple(index)]
+    view[...] = base
+    return view
+
+
+def eps(dtype) -> float:
+    """Machine epsilon of any float dtype posenc supports (bfloat16 included)."""
+    return 2.0**-7 if np.dtype(dtype) == BFLOAT16 else float(np.finfo(dtype).eps)
+
+
+def assert_close_to_float64(actual: np.ndarray, exact: np.ndarray, atol_f64: float = 0.0) -> None:
+    """``actual`` within one rounding (half an ulp of the value) of the float64 ``exact``, plus ``atol_f64``."""
+    actual64 = actual.astype(np.float64)
+    if actual.dtype == np.float64:
+        tol = atol_f64 + 4 * np.finfo(np.float64).eps * np.abs(exact)
+    else:
+        tiny = float(np.finfo(actual.dtype).smallest_subnormal) if actual.dtype != BFLOAT16 else 2.0**-133
+        tol = atol_f64 + 0.5 * eps(actual.dtype) * np.abs(exact) * (1 + 1e-9) + tiny
+    err = np.abs(actual64 - exact)
+    bad = err > tol
+    assert not bad.any(), f"{bad.sum()} elements off; worst {err.max():.3g} at {np.unravel_index(err.argmax(), err.shape)}"

@@ -1,0 +1,386 @@
+"""The sinusoidal family: native (every ISA) against the reference, closed forms, exactness, layouts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import posenc
+from posenc import reference as ref
+
+from helpers import FLOAT_DTYPES, assert_close_to_float64, eps, strided_view
+
+
+def angle_slack(max_angle: float) -> float:
+    """Float64 error budget: the reference rounds p·ω once; the kernel's anchored recurrence adds < 1e-14."""
+    return 1e-13 + 4 * np.finfo(np.float64).eps * max_angle
+
+
+def exact_table(pos: np.ndarray, inv_freq: np.ndarray, interleaved: bool) -> np.ndarray:
+    """float64 evaluation written independently of posenc.reference."""
+    angles = pos[:, None] * inv_freq[None, :]
+    out = np.empty((len(pos), 2 * len(inv_freq)))
+    if interleaved:
+        out[:, 0::2], out[:, 1::2] = np.sin(angles), np.cos(angles)
+    else:
+        half = len(inv_freq)
+        out[:, :half], out[:, half:] = np.sin(angles), np.cos(angles)
+    return out
+
+
+positions_strategy = st.one_of(
+    st.integers(0, 100),
+    st.lists(st.integers(-(2**24), 2**24), min_size=0, max_size=70).map(lambda v: np.array(v, np.int64)),
+    st.lists(st.floats(-1e6, 1e6), min_size=0, max_size=70).map(lambda v: np.array(v, np.float64)),
+    st.tuples(st.integers(0, 2**24), st.integers(0, 80)).map(lambda t: np.arange(t[0], t[0] + t[1])),
+)
+
+
+@given(
+    positions=positions_strategy,
+    half=st.integers(1, 40),
+    dtype=st.sampled_from(FLOAT_DTYPES),
+    interleaved=st.booleans(),
+    freq_rule=st.sampled_from(["vaswani", "t2t"]),
+    base=st.sampled_from([10000.0, 500.0, 1e6, 0.5]),
+    use_out=st.booleans(),
+)
+def test_table_matches_reference(isa, positions, half, dtype, interleaved, freq_rule, base, use_out):
+    dim = 2 * half
+    if freq_rule == "t2t" and half < 2:
+        dim = 4
+    kw = dict(base=base, interleaved=interleaved, freq_rule=freq_rule, dtype=dtype)
+    n = positions if isinstance(positions, int) else len(positions)
+    out = np.full((n, dim), 7, dtype) if use_out else None
+    got = posenc.sinusoidal(positions, dim, out=out, **kw)
+    if use_out:
+        assert got is out
+    assert got.shape == (n, dim) and got.dtype == np.dtype(dtype)
+    pos = np.arange(n, dtype=np.float64) if isinstance(positions, int) else positions.astype(np.float64)
+    inv_freq = ref.sinusoidal_frequencies(dim, base, freq_rule)
+    exact = exact_table(pos, inv_freq, interleaved)
+    max_angle = float(np.abs(pos).max(initial=0) * inv_freq.max())
+    assert_close_to_float64(got, exact, angle_slack(max_angle))
+    expected = ref.sinusoidal(positions, dim, **kw)
+    assert_close_to_float64(expected, exact, 0.0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 31, 32, 33, 63, 64, 65, 97])
+@pytest.mark.parametrize("half", [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33])
+def test_every_vector_tail(isa, n, half):
+    """Sizes around every SIMD width and anchor block: float16 results equal NumPy's rounding exactly."""
+    for interleaved in (True, False):
+        got = posenc.sinusoidal(n, 2 * half, interleaved=interleaved, dtype=np.float64)
+        exact = exact_table(np.arange(n, dtype=np.float64), ref.sinusoidal_frequencies(2 * half), interleaved)
+        np.testing.assert_allclose(got, exact, rtol=0, atol=angle_slack(n))
+
+
+def test_pythagoras_and_shift_property(isa):
+    """sin²+cos² = 1 per pair and PE(p+k) = R_k·PE(p), independent of any reference."""
+    dim, n, k = 64, 300, 37
+    pe = posenc.sinusoidal(n + k, dim, dtype=np.float64)
+    s, c = pe[:, 0::2], pe[:, 1::2]
+    np.testing.assert_allclose(s**2 + c**2, 1.0, rtol=0, atol=1e-14)
+    w = posenc.sinusoidal_frequencies(dim)
+    ck, sk = np.cos(k * w), np.sin(k * w)
+    np.testing.assert_allclose(s[k:], s[:n] * ck + c[:n] * sk, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(c[k:], c[:n] * ck - s[:n] * sk, rtol=0, atol=1e-12)
+
+
+def test_known_values(isa):
+    pe = posenc.sinusoidal(3, 8, dtype=np.float64)
+    np.testing.assert_array_equal(pe[0], [0, 1, 0, 1, 0, 1, 0, 1])
+    # Frequency 0 is 1 rad per position; frequency 1 of dim 8 is 10000^(-1/4) = 0.1.
+    np.testing.assert_allclose(pe[2, :4], [math.sin(2), math.cos(2), math.sin(0.2), math.cos(0.2)], rtol=0, atol=1e-15)
+    # t2t: the last frequency is exactly 1/base.
+    t2t = posenc.sinusoidal([5], 16, freq_rule="t2t", interleaved=False, dtype=np.float64)
+    assert t2t[0, 7] == pytest.approx(math.sin(5 / 10000), abs=1e-17)
+    # The PyTorch tutorial's own formula (exp/log form) agrees to float64 rounding.
+    d = 32
+    div = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / d))
+    tut = np.zeros((50, d))
+    tut[:, 0::2], tut[:, 1::2] = np.sin(np.arange(50)[:, None] * div), np.cos(np.arange(50)[:, None] * div)
+    np.testing.assert_allclose(posenc.sinusoidal(50, d, dtype=np.float64), tut, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("dtype,atol", [(np.float32, 1.2e-7), (np.float64, 1e-8)])
+def test_exact_at_large_positions(isa, dtype, atol):
+    """Up to 2^24 the result is within 1.2e-7 (float32) / 1e-8 (float64) of a float64 evaluation."""
+    rng = np.random.default_rng(1)
+    scattered = rng.integers(0, 2**24, 500)
+    for pos in (scattered, np.arange(2**24 - 100, 2**24)):
+        got = posenc.sinusoidal(pos, 128, dtype=dtype)
+        exact = exact_table(pos.astype(np.float64), ref.sinusoidal_frequencies(128), True)
+        assert np.abs(got.astype(np.float64) - exact).max() <= atol
+
+
+def test_trig_core_against_libm(isa):
+    """dim=2 has ω = 1, so the table is sin/cos of the positions themselves: the vector sincos over its whole range."""
+    rng = np.random.default_rng(2)
+    x = np.concatenate([
+        rng.uniform(-10, 10, 2000), rng.uniform(-2**25, 2**25, 2000),
+        rng.uniform(-1e15, 1e15, 200), np.arange(-200, 200) * (math.pi / 4),
+    ])
+    got = posenc.sinusoidal(x, 2, dtype=np.float64)
+    np.testing.assert_allclose(got[:, 0], np.sin(x), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(got[:, 1], np.cos(x), rtol=0, atol=1e-15)
+
+
+def test_thread_count_does_not_change_results(isa):
+    try:
+        posenc.set_num_threads(1)
+        one = posenc.sinusoidal(5000, 256)
+        x = np.random.default_rng(3).standard_normal((3, 2000, 128)).astype(np.float32)
+        add_one = posenc.add_sinusoidal(x, offset=11)
+        posenc.set_num_threads(2)
+        np.testing.assert_array_equal(posenc.sinusoidal(5000, 256), one)
+        np.testing.assert_array_equal(posenc.add_sinusoidal(x, offset=11), add_one)
+    finally:
+        posenc.set_num_threads(None)
+
+
+# ---------------------------------------------------------------- add_sinusoidal
+
+@given(
+    lead=st.lists(st.integers(0, 3), min_size=0, max_size=2),
+    seq=st.integers(0, 70),
+    half=st.integers(1, 20),
+    dtype=st.sampled_from(FLOAT_DTYPES),
+    interleaved=st.booleans(),
+    offset=st.integers(-5, 2**20),
+    scale=st.sampled_from([1.0, 0.5, 8.0, -3.0]),
+    mode=st.sampled_from(["new", "inplace", "strided", "positions"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_add_matches_reference(isa, lead, seq, half, dtype, interleaved, offset, scale, mode, seed):
+    rng = np.random.default_rng(seed)
+    shape = tuple(lead) + (seq, 2 * half)
+    x = rng.standard_normal(shape).astype(dtype)
+    kw = dict(interleaved=interleaved, scale=scale)
+    if mode == "positions":
+        kw["positions"] = rng.integers(-1000, 2**20, seq)
+    else:
+        kw["offset"] = offset
+    expected = ref.add_sinusoidal(x, **kw)
+    if mode == "strided":
+        x = strided_view(x, rng)
+    if mode == "inplace":
+        got = posenc.add_sinusoidal(x, out=x, **kw)
+        assert got is x
+    else:
+        got = posenc.add_sinusoidal(x, **kw)
+    pos = kw["positions"] if "positions" in kw else offset + np.arange(seq)
+    max_angle = float(np.abs(pos).max(initial=0))
+    exact = scale * x.astype(np.float64) if mode != "inplace" else None
+    if exact is not None:
+        exact = exact + exact_table(np.asarray(pos, np.float64), ref.sinusoidal_frequencies(2 * half), interleaved)
+        assert_close_to_float64(got, exact, angle_slack(max_angle) * 2)
+    np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=0,
+                               atol=eps(dtype) * 8 * (1 + abs(scale)) if dtype != np.float64 else 1e-9)
+
+
+def test_add_strided_views_of_a_fused_buffer(isa):
+    """A slice of a larger buffer is updated in place and its neighbours are untouched."""
+    buf = np.random.default_rng(4).standard_normal((2, 50, 3, 64)).astype(np.float32)
+    before = buf.copy()
+    view = buf[:, :, 1, :]
+    posenc.add_sinusoidal(view, out=view, offset=3)
+    np.testing.assert_array_equal(buf[:, :, 0], before[:, :, 0])
+    np.testing.assert_array_equal(buf[:, :, 2], before[:, :, 2])
+    np.testing.assert_array_equal(buf[:, :, 1], ref.add_sinusoidal(before[:, :, 1], offset=3))
+
+
+def test_add_misaligned_and_byteswapped(isa):
+    raw = np.zeros(4 * 10 * 8 + 1, np.uint8)
+    x = np.frombuffer(raw.data, dtype=np.float32, count=80, offset=1).reshape(10, 8)
+    assert not x.flags.aligned
+    expected = ref.add_sinusoidal(np.zeros((10, 8), np.float32))
+    np.testing.assert_array_equal(posenc.add_sinusoidal(x), expected)
+    swapped = np.zeros((10, 8), ">f4")
+    np.testing.assert_array_equal(posenc.add_sinusoidal(swapped), expected)
+
+
+# ---------------------------------------------------------------- grids
+
+def pe_package_2d(h, w, dim, base=10000.0):
+    """positional_encodings.PositionalEncoding2D, transcribed in float64."""
+    c = int(np.ceil(dim / 4) * 2)
+    inv = 1.0 / (base ** (np.arange(0, c, 2) / c))
+
+    def emb(pos):
+        a = np.outer(pos, inv)
+        return np.stack([np.sin(a), np.cos(a)], -1).reshape(len(pos), 2 * len(inv))
+
+    out = np.zeros((h, w, 2 * c))
+    out[:, :, :c] = emb(np.arange(h))[:, None, :]
+    out[:, :, c:] = emb(np.arange(w))[None, :, :]
+    return out[:, :, :dim]
+
+
+def pe_package_3d(d, h, w, dim, base=10000.0):
+    c = int(np.ceil(dim / 6) * 2)
+    inv = 1.0 / (base ** (np.arange(0, c, 2) / c))
+
+    def emb(pos):
+        a = np.outer(pos, inv)
+        return np.stack([np.sin(a), np.cos(a)], -1).reshape(len(pos), 2 * len(inv))
+
+    out = np.zeros((d, h, w, 3 * c))
+    out[..., :c] = emb(np.arange(d))[:, None, None, :]
+    out[..., c:2 * c] = emb(np.arange(h))[None, :, None, :]
+    out[..., 2 * c:] = emb(np.arange(w))[None, None, :, :]
+    return out[..., :dim]
+
+
+@given(h=st.integers(0, 9), w=st.integers(0, 9), dim=st.integers(1, 40), dtype=st.sampled_from(FLOAT_DTYPES))
+def test_2d_layout(isa, h, w, dim, dtype):
+    got = posenc.sinusoidal_2d(h, w, dim, dtype=dtype)
+    assert got.shape == (h, w, dim)
+    assert_close_to_float64(got, pe_package_2d(h, w, dim), 1e-14)
+    assert_close_to_float64(ref.sinusoidal_2d(h, w, dim, dtype=dtype), pe_package_2d(h, w, dim), 1e-14)
+
+
+@given(d=st.integers(0, 5), h=st.integers(0, 5), w=st.integers(0, 6), dim=st.integers(1, 40),
+       dtype=st.sampled_from(FLOAT_DTYPES))
+def test_3d_layout(isa, d, h, w, dim, dtype):
+    got = posenc.sinusoidal_3d(d, h, w, dim, dtype=dtype)
+    assert got.shape == (d, h, w, dim)
+    assert_close_to_float64(got, pe_package_3d(d, h, w, dim), 1e-14)
+    assert_close_to_float64(ref.sinusoidal_3d(d, h, w, dim, dtype=dtype), pe_package_3d(d, h, w, dim), 1e-14)
+
+
+def test_grid_into_strided_out(isa):
+    big = np.zeros((6, 2, 5, 11), np.float32)
+    out = big[::-1, 0, :, :]
+    assert posenc.sinusoidal_2d(6, 5, 11, out=out) is out
+    np.testing.assert_array_equal(out, ref.sinusoidal_2d(6, 5, 11))
+    assert not big[:, 1].any()
+
+
+def test_against_positional_encodings_package(isa):
+    torch = pytest.importorskip("torch")
+    pe_mod = pytest.importorskip("positional_encodings.torch_encodings")
+    for dim in (1, 5, 8, 13, 64):
+        t = pe_mod.PositionalEncoding2D(dim)(torch.zeros(1, 7, 9, dim))[0].numpy()
+        np.testing.assert_allclose(posenc.sinusoidal_2d(7, 9, dim), t, rtol=0, atol=2e-6)
+        t3 = pe_mod.PositionalEncoding3D(dim)(torch.zeros(1, 3, 4, 5, dim))[0].numpy()
+        np.testing.assert_allclose(posenc.sinusoidal_3d(3, 4, 5, dim), t3, rtol=0, atol=2e-6)
+
+
+# ---------------------------------------------------------------- concat
+
+def test_concat_positional():
+    x = np.ones((2, 3, 4), np.float32)
+    pe = posenc.sinusoidal(3, 2)
+    got = posenc.concat_positional(x, pe)
+    assert got.shape == (2, 3, 6)
+    np.testing.assert_array_equal(got[..., :4], 1)
+    np.testing.assert_array_equal(got[1, :, 4:], pe)
+    out = np.empty((2, 3, 6), np.float32)
+    assert posenc.concat_positional(x, pe, out=out) is out
+    with pytest.raises(ValueError, match="seq"):
+        posenc.concat_positional(x, posenc.sinusoidal(4, 2))
+    with pytest.raises(ValueError, match="overlaps"):
+        posenc.concat_positional(x, pe, out=_overlapping(x))
+
+
+def _overlapping(x):
+    """An out of the right shape whose memory overlaps x without being x."""
+    return np.lib.stride_tricks.as_strided(x, shape=(2, 3, 6), strides=x.strides)
+
+
+# ---------------------------------------------------------------- reference backend and bad input
+
+def test_reference_backend_is_used(reference_backend):
+    assert posenc.get_backend() == "reference"
+    np.testing.assert_array_equal(posenc.sinusoidal(10, 8), ref.sinusoidal(10, 8))
+
+
+BAD_TABLE_CALLS = [
+    (dict(positions=10, dim=7), ValueError, "dim must be even"),
+    (dict(positions=10, dim=0), ValueError, "dim"),
+    (dict(positions=10, dim=-2), ValueError, "dim"),
+    (dict(positions=10, dim=8.0), TypeError, "dim must be an integer"),
+    (dict(positions=10, dim=True), TypeError, "dim"),
+    (dict(positions=-1, dim=8), ValueError, "positions must be >= 0"),
+    (dict(positions=np.zeros((2, 3)), dim=8), ValueError, "1-D"),
+    (dict(positions=np.array([0.0, np.nan]), dim=8), ValueError, "finite"),
+    (dict(positions=np.array([0.0, np.inf]), dim=8), ValueError, "finite"),
+    (dict(positions=np.array([1 + 2j]), dim=8), TypeError, "positions"),
+    (dict(positions=np.array(["a"]), dim=8), TypeError, "positions"),
+    (dict(positions=10, dim=8, base=1.0), ValueError, "base"),
+    (dict(positions=10, dim=8, base=0.0), ValueError, "base"),
+    (dict(positions=10, dim=8, base=-3.0), ValueError, "base"),
+    (dict(positions=10, dim=8, base=float("nan")), ValueError, "base"),
+    (dict(positions=10, dim=8, freq_rule="fairseq"), ValueError, "freq_rule"),
+    (dict(positions=10, dim=2, freq_rule="t2t"), ValueError, "dim >= 4"),
+    (dict(positions=10, dim=8, dtype=np.int32), TypeError, "dtype"),
+    (dict(positions=10, dim=8, dtype=np.complex64), TypeError, "dtype"),
+    (dict(positions=2**40, dim=2**40), ValueError, "bytes"),
+    (dict(positions=10, dim=8, interleaved="yes"), TypeError, "interleaved"),
+]
+
+
+@pytest.mark.parametrize("backend", ["native", "reference"])
+@pytest.mark.parametrize("kwargs,exc,match", BAD_TABLE_CALLS)
+def test_bad_table_arguments(backend, kwargs, exc, match):
+    if backend == "native" and posenc._backend.native is None:
+        pytest.skip("no compiled core")
+    previous = posenc.get_backend()
+    posenc.set_backend(backend)
+    try:
+        with pytest.raises(exc, match=match):
+            posenc.sinusoidal(**kwargs)
+    finally:
+        posenc.set_backend(previous)
+
+
+@pytest.mark.parametrize("backend", ["native", "reference"])
+def test_bad_out_is_untouched(backend):
+    if backend == "native" and posenc._backend.native is None:
+        pytest.skip("no compiled core")
+    previous = posenc.get_backend()
+    posenc.set_backend(backend)
+    try:
+        for out, exc in [
+            (np.full((10, 6), 7, np.float32), ValueError),  # wrong shape
+            (np.full((10, 8), 7, np.float64), TypeError),  # wrong dtype
+            (np.full((10, 8), 7, ">f4"), TypeError),  # byte-swapped
+        ]:
+            with pytest.raises(exc, match="out"):
+                posenc.sinusoidal(10, 8, out=out)
+            assert (out == 7).all()
+        ro = np.full((10, 8), 7, np.float32)
+        ro.flags.writeable = False
+        with pytest.raises(ValueError, match="read-only"):
+            posenc.sinusoidal(10, 8, out=ro)
+        x = np.zeros((4, 8), np.float32)
+        with pytest.raises(TypeError, match="x"):
+            posenc.add_sinusoidal(np.zeros((4, 8), np.int32))
+        with pytest.raises(ValueError, match="x"):
+            posenc.add_sinusoidal(np.zeros(8, np.float32))
+        with pytest.raises(ValueError, match="even"):
+            posenc.add_sinusoidal(np.zeros((4, 7), np.float32))
+        with pytest.raises(ValueError, match="positions"):
+            posenc.add_sinusoidal(x, positions=[1, 2, 3])
+        buf = np.full((5, 8), 7, np.float32)
+        with pytest.raises(ValueError, match="overlaps"):
+            posenc.add_sinusoidal(buf[:4], out=buf[1:])
+        assert (buf == 7).all()
+        with pytest.raises(ValueError, match="finite"):
+            posenc.add_sinusoidal(x, scale=float("inf"))
+        with pytest.raises(TypeError, match="offset"):
+            posenc.add_sinusoidal(x, offset=1.5)
+    finally:
+        posenc.set_backend(previous)
+
+
+def test_empty_results(isa):
+    assert posenc.sinusoidal(0, 8).shape == (0, 8)
+    assert posenc.sinusoidal(np.array([], np.int64), 8).shape == (0, 8)
+    assert posenc.add_sinusoidal(np.zeros((0, 5, 8), np.float32)).shape == (0, 5, 8)
+    assert posenc.sinusoidal_2d(0, 5, 8).shape == (0, 5, 8)
