@@ -74,14 +74,15 @@ inline void sincos_reduced(double x, double& s, double& c) {
 
 // s[i], c[i] = sin(p·w[i]), cos(p·w[i]) for every finite product p·w[i].
 inline void sincos_scaled(double p, const double* w, double* s, double* c, std::int64_t n) {
-    bool any_large = false;
-#pragma omp simd reduction(|| : any_large)
+    double largest = 0.0;  // a max reduction vectorises; a bool || does not (GCC 12)
+#pragma omp simd reduction(max : largest)
     for (std::int64_t i = 0; i < n; ++i) {
         const double x = p * w[i];
         sincos_reduced(x, s[i], c[i]);
-        any_large = any_large || !(std::fabs(x) <= kSinCosMaxArg);
+        const double a = std::fabs(x);
+        largest = a > largest ? a : largest;
     }
-    if (any_large) {
+    if (largest > kSinCosMaxArg) {
         for (std::int64_t i = 0; i < n; ++i) {
             const double x = p * w[i];
             if (!(std::fabs(x) <= kSinCosMaxArg)) {
