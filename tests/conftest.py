@@ -17,17 +17,28 @@ settings.register_profile("fuzz", max_examples=20000, deadline=None, suppress_he
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 NATIVE = _backend.native is not None
-# POSENC_ISA=x runs the ISA-parametrised tests on that path only (CI's forced-ISA stages).
+# POSENC_ISA=x runs the ISA-parametrised tests on that path only (CI's forced-ISA stages);
+# POSENC_BACKEND=reference runs them on the NumPy twin instead, against the same closed forms.
 _FORCED = os.environ.get("POSENC_ISA", "").strip().lower()
-ISAS = ([_FORCED] if _FORCED else list(_backend.native.available_isas())) if NATIVE else []
+if os.environ.get("POSENC_BACKEND", "").strip().lower() == "reference":
+    ISAS = ["reference"]
+else:
+    ISAS = ([_FORCED] if _FORCED else list(_backend.native.available_isas())) if NATIVE else []
 
 requires_native = pytest.mark.skipif(not NATIVE, reason="the compiled core is not available")
 
 
 @pytest.fixture(params=ISAS or [pytest.param(None, marks=pytest.mark.skip(reason="no compiled core"))])
 def isa(request):
-    """Run the test once per ISA this CPU supports, forcing the native backend."""
+    """Run the test once per ISA this CPU supports on the native backend (or on the reference, see above)."""
     previous_backend = posenc.get_backend()
+    if request.param == "reference":
+        posenc.set_backend("reference")
+        try:
+            yield request.param
+        finally:
+            posenc.set_backend(previous_backend)
+        return
     previous_isa = _backend.native.active_isa()
     posenc.set_backend("native")
     _backend.native.select_isa(request.param)
@@ -36,6 +47,19 @@ def isa(request):
     finally:
         _backend.native.select_isa(previous_isa)
         posenc.set_backend(previous_backend)
+
+
+@pytest.fixture
+def native_backend():
+    """Force the native backend (skips without the compiled core)."""
+    if not NATIVE:
+        pytest.skip("the compiled core is not available")
+    previous = posenc.get_backend()
+    posenc.set_backend("native")
+    try:
+        yield
+    finally:
+        posenc.set_backend(previous)
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from conftest import requires_native
 
 
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, **env}
+    inherited = {k: v for k, v in os.environ.items() if k not in ("POSENC_BACKEND", "POSENC_ISA")}
+    full_env = {**inherited, **env}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                           env=full_env, timeout=120)
 
@@ -87,8 +88,7 @@ def test_backend_selection():
     assert r.returncode != 0 and "POSENC_BACKEND" in r.stderr
 
 
-@requires_native
-def test_thread_controls():
+def test_thread_controls(native_backend):
     try:
         posenc.set_num_threads(1)
         assert posenc.get_num_threads() == 1
@@ -103,8 +103,7 @@ def test_thread_controls():
     assert r.stdout.strip() == "1"
 
 
-@requires_native
-def test_threadpoolctl_limits_posenc():
+def test_threadpoolctl_limits_posenc(native_backend):
     threadpoolctl = pytest.importorskip("threadpoolctl")
     if not _backend.native.have_openmp():
         pytest.skip("built without OpenMP")
