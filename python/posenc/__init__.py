@@ -38,7 +38,7 @@ def set_num_threads(n: Any) -> None:
     ``threadpoolctl.threadpool_limits``. Small inputs always run on the
     calling thread. Results do not depend on the thread count.
     """
-    value = 0 if n is None else _checks.integer(n, "n", minimum=1)
+    value = 0 if n is None else _checks.integer(n, "n", minimum=1, maximum=2**31 - 1)
     if _backend.native is not None:
         _backend.native.set_num_threads(value)
 

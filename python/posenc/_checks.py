@@ -29,7 +29,7 @@ FLOAT_DTYPES: Tuple[np.dtype, ...] = tuple(
 _MAX_BYTES = np.iinfo(np.intp).max
 
 
-def integer(value: Any, name: str, *, minimum: Optional[int] = None) -> int:
+def integer(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None) -> int:
     """``operator.index(value)``: ints and integer scalars, never floats or bools."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, got a bool")
@@ -39,6 +39,8 @@ def integer(value: Any, name: str, *, minimum: Optional[int] = None) -> int:
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
     if minimum is not None and result < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {result}")
+    if maximum is not None and result > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {result}")
     return result
 
 
@@ -168,6 +170,8 @@ def output(
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(arr.shape)}")
     if not arr.flags.writeable:
         raise ValueError(f"{name} is read-only")
+    if _self_overlapping(arr):
+        raise ValueError(f"{name} has elements sharing memory (a zero or too small stride, strides {arr.strides})")
     for inp, inp_name in inputs:
         if inp is None or arr is inp or not np.may_share_memory(arr, inp):
             continue
@@ -180,6 +184,22 @@ def output(
         if not identical and _overlap(arr, inp):
             raise ValueError(f"{name} overlaps {inp_name} without being the same array")
     return arr
+
+
+def _self_overlapping(arr: np.ndarray) -> bool:
+    """Whether two elements of ``arr`` may share memory (an as_strided view with a zero stride).
+
+    Writing such an ``out`` would race between threads and leave whichever
+    value came last. The test is exact for every view NumPy's slicing,
+    transposing and reshaping can make: sorted by stride, each axis must
+    step past everything the smaller axes span.
+    """
+    span = arr.itemsize
+    for n, stride in sorted(((n, abs(s)) for n, s in zip(arr.shape, arr.strides) if n > 1), key=lambda t: t[1]):
+        if stride < span:
+            return arr.size > 0
+        span = stride * (n - 1) + span
+    return False
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:

@@ -1,0 +1,46 @@
+"""Inputs that once misbehaved, kept as regression tests (found by the hostile table and the fuzzer)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import posenc
+
+from conftest import NATIVE
+
+BACKENDS = ["native", "reference"] if NATIVE else ["reference"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    previous = posenc.get_backend()
+    posenc.set_backend(request.param)
+    yield request.param
+    posenc.set_backend(previous)
+
+
+def test_out_with_a_zero_stride_is_refused(backend):
+    # Was accepted: every row of the table raced to the same memory, the last write won.
+    out = np.lib.stride_tricks.as_strided(np.zeros(6, np.float32), (5, 6), (0, 4), writeable=True)
+    with pytest.raises(ValueError, match="out"):
+        posenc.sinusoidal(5, 6, out=out)
+    x = np.ones((2, 3, 4), np.float32)
+    out = np.lib.stride_tricks.as_strided(np.zeros(12, np.float32), (2, 3, 4), (0, 16, 4), writeable=True)
+    with pytest.raises(ValueError, match="out"):
+        posenc.add_sinusoidal(x, out=out)
+
+
+def test_out_views_that_do_not_self_overlap_are_accepted(backend):
+    base = np.zeros((8, 12), np.float32)
+    for out in (base[::2, ::2], base[::-1, 1::2], base.T[:6, :5].T.T, base[:, :6][::-1]):
+        shape = out.shape
+        posenc.sinusoidal(shape[0], shape[1], out=out)
+        np.testing.assert_allclose(out, posenc.reference.sinusoidal(shape[0], shape[1]), atol=1e-6)
+
+
+def test_set_num_threads_beyond_int_is_a_value_error():
+    # Was a pybind11 TypeError ("incompatible function arguments") that did not name n.
+    with pytest.raises(ValueError, match="n must be <="):
+        posenc.set_num_threads(2**63)
+    posenc.set_num_threads(None)
