@@ -1,0 +1,306 @@
+"""Hostile input over the whole public API: one table, generated from ``posenc.__all__``.
+
+Every public name must have an entry in SPECS (a function building its cases
+from the argument roles in tests/hostile.py); a name added to ``__all__``
+without one fails ``test_every_public_name_has_hostile_cases`` and yields a
+failing ``<name>-no-cases`` row. Specs of names not (yet) exported are
+dormant. Each case runs on both backends: the reference must refuse and
+accept exactly what the native core does.
+
+Outcomes (DESIGN.md, "Conventions for every function"): ``TypeError`` for a
+wrong kind, ``ValueError`` for a wrong value or shape (huge sizes:
+``ValueError`` or ``MemoryError``), ``IndexError`` for a position outside a
+table, the message naming the argument, any ``out`` untouched after an error;
+odd layouts compute what the reference computes on a clean copy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Any, Callable, Dict, List
+
+import numpy as np
+import pytest
+
+import posenc
+from posenc import reference
+
+from conftest import NATIVE
+from hostile import (SIZE_ERRORS, Case, Check, Raises, Same, Spec, empty_of, finite_or_refused, misaligned,
+                     negative_strides)
+
+F32 = np.float32
+_rng = np.random.default_rng(1234)
+
+
+def rand(*shape: int, dtype: Any = F32) -> np.ndarray:
+    return _rng.standard_normal(shape).astype(dtype)
+
+
+# ------------------------------------------------------------------ plumbing
+
+def spec_set_num_threads() -> Spec:
+    s = Spec("set_num_threads", n=2)
+    for id, v, exc in [("zero", 0, ValueError), ("negative", -1, ValueError), ("float", 2.0, TypeError),
+                       ("bool", True, TypeError), ("str", "2", TypeError)]:
+        s.raises(f"n-{id}", exc, "n", n=v)
+    s.raises("n-huge", ValueError, "n", n=2**63)
+    s.check("n-none-restores-default", lambda r: None, n=None)
+    return s
+
+
+def spec_set_backend() -> Spec:
+    s = Spec("set_backend", name="native" if NATIVE else "reference")
+    for id, v in [("unknown", "gpu"), ("empty", ""), ("upper", "NATIVE"), ("none", None), ("int", 1)]:
+        s.raises(f"name-{id}", ValueError, "backend", name=v)
+    s.check("name-reference", lambda r: None, name="reference")
+    return s
+
+
+def spec_no_arguments(name: str, check: Callable[[Any], None]) -> Callable[[], Spec]:
+    def build() -> Spec:
+        s = Spec(name)
+        s.check("call", check)
+        s.custom("extra-argument", lambda api: getattr(api, name)(1), Raises(TypeError, ""))
+        return s
+    return build
+
+
+# ------------------------------------------------------------------ sinusoidal family
+
+def spec_sinusoidal() -> Spec:
+    s = Spec("sinusoidal", positions=np.array([0, 3, 1, 7, 2]), dim=6, dtype=F32)
+    s.positions("positions", any_length=True)
+    s.size("positions", empty=empty_of((0, 6)), baseline=5, float_exc=ValueError, id="n")
+    s.dim("dim")
+    s.base("base")
+    s.flag("interleaved")
+    s.raises("freq_rule-unknown", ValueError, "freq_rule", freq_rule="Vaswani")
+    s.raises("freq_rule-t2t-dim2", ValueError, "dim", freq_rule="t2t", dim=2)
+    s.raises("dtype-int", TypeError, "dtype", dtype=np.int32)
+    s.raises("dtype-complex", TypeError, "dtype", dtype=np.complex64)
+    s.raises("dtype-garbage", TypeError, "dtype", dtype="float33")
+    s.raises("dtype-byteswapped", TypeError, "dtype", dtype=np.dtype(">f8" if np.little_endian else "<f8"))
+    s.out((5, 6), F32)
+    return s
+
+
+def spec_add_sinusoidal() -> Spec:
+    x = rand(2, 5, 6)
+    s = Spec("add_sinusoidal", x=x)
+    s.floats("x")
+    s.raises("x-1d", ValueError, "x", x=rand(6))
+    s.raises("x-odd-dim", ValueError, "x.shape", x=rand(2, 5, 7))
+    s.check("x-empty-batch", empty_of((0, 5, 6)), x=rand(0, 5, 6))
+    s.check("x-empty-seq", empty_of((2, 0, 6)), x=rand(2, 0, 6))
+    s.raises("x-empty-dim", ValueError, "x.shape", x=rand(2, 5, 0))
+    s.integer("offset", huge=finite_or_refused)
+    s.same("positions-float", clean={"positions": np.arange(5.0) * 0.5}, positions=(np.arange(5) * 0.5).astype(F32))
+    s.raises("positions-wrong-length", ValueError, "positions", positions=np.arange(4))
+    s.raises("positions-nan", ValueError, "positions", positions=np.array([0, 1, np.nan, 3, 4]))
+    s.raises("positions-complex", TypeError, "positions", positions=np.arange(5) + 0j)
+    s.raises("positions-and-offset", ValueError, "offset", positions=np.arange(5), offset=1)
+    s.base("base")
+    s.flag("interleaved")
+    for id, v, exc in [("nan", float("nan"), ValueError), ("inf", float("inf"), ValueError),
+                       ("str", "1", TypeError), ("complex", 1j, TypeError)]:
+        s.raises(f"scale-{id}", exc, "scale", scale=v)
+    s.out(x.shape, F32, inputs=["x"])
+    return s
+
+
+def spec_grid(name: str, sizes: List[str]) -> Callable[[], Spec]:
+    def build() -> Spec:
+        s = Spec(name, **{k: 3 for k in sizes}, dim=5)
+        for k in sizes:
+            s.size(k, empty=empty_of(tuple(0 if j == k else 3 for j in sizes) + (5,)))
+        s.dim("dim", even=False)
+        s.base("base")
+        s.raises("dtype-int", TypeError, "dtype", dtype=np.int64)
+        s.out((3,) * len(sizes) + (5,), F32)
+        return s
+    return build
+
+
+def spec_concat_positional() -> Spec:
+    x, pe = rand(2, 4, 3), rand(4, 2)
+    s = Spec("concat_positional", x=x, pe=pe)
+    s.floats("x")
+    s.floats("pe")
+    s.raises("pe-seq-mismatch", ValueError, "seq", pe=rand(5, 2))
+    s.raises("pe-not-broadcastable", ValueError, "pe", pe=rand(3, 4, 2))
+    s.raises("x-1d", ValueError, "x", x=rand(3))
+    s.check("x-empty", empty_of((0, 4, 5)), x=rand(0, 4, 3))
+    s.out((2, 4, 5), F32, inputs=[])
+    buf = np.zeros((2, 4, 5), F32)
+    s.raises("out-overlaps-x", ValueError, "out", x=buf[:, :, 1:4], out=buf)
+    return s
+
+
+def spec_sinusoidal_frequencies() -> Spec:
+    s = Spec("sinusoidal_frequencies", dim=8)
+    s.dim("dim", huge=False)
+    s.raises("dim-huge", SIZE_ERRORS, "", dim=2**62)
+    s.base("base")
+    s.raises("freq_rule-unknown", ValueError, "freq_rule", freq_rule="t5")
+    return s
+
+
+SPECS: Dict[str, Callable[[], Spec]] = {
+    "set_num_threads": spec_set_num_threads,
+    "set_backend": spec_set_backend,
+    "get_backend": spec_no_arguments("get_backend", lambda r: None),
+    "get_num_threads": spec_no_arguments("get_num_threads", lambda r: None),
+    "info": spec_no_arguments("info", lambda r: None),
+    "sinusoidal": spec_sinusoidal,
+    "add_sinusoidal": spec_add_sinusoidal,
+    "sinusoidal_2d": spec_grid("sinusoidal_2d", ["height", "width"]),
+    "sinusoidal_3d": spec_grid("sinusoidal_3d", ["depth", "height", "width"]),
+    "concat_positional": spec_concat_positional,
+    "sinusoidal_frequencies": spec_sinusoidal_frequencies,
+}
+NOT_CALLABLE = {"__version__"}
+
+# Families specified in their own modules (tests/hostile_*.py), dormant until exported.
+from hostile_families import FAMILY_SPECS  # noqa: E402
+
+SPECS.update(FAMILY_SPECS)
+
+# Known bugs in families still being built elsewhere: case id -> reason (xfail strict).
+KNOWN: Dict[str, str] = {}
+
+
+def _cases() -> List[Any]:
+    rows = []
+    for name in sorted(n for n in posenc.__all__ if n not in NOT_CALLABLE):
+        if name not in SPECS:
+            rows.append(pytest.param(Case(f"{name}-no-cases", name, {}, Raises(Exception, "")), id=f"{name}-no-cases"))
+            continue
+        for case in SPECS[name]().cases:
+            marks = [pytest.mark.xfail(strict=True, reason=KNOWN[case.id])] if case.id in KNOWN else []
+            rows.append(pytest.param(case, id=case.id, marks=marks))
+    ids = [r.id for r in rows]
+    assert len(ids) == len(set(ids)), f"duplicate case ids: {sorted({i for i in ids if ids.count(i) > 1})}"
+    return rows
+
+
+CASES = _cases()
+BACKENDS = ["native", "reference"] if NATIVE else ["reference"]
+
+
+def test_every_public_name_has_hostile_cases():
+    missing = sorted(n for n in posenc.__all__ if n not in NOT_CALLABLE and n not in SPECS)
+    assert not missing, f"public names without hostile-input cases (add a spec to tests/test_arguments.py): {missing}"
+    for name in posenc.__all__:
+        if name in NOT_CALLABLE:
+            continue
+        kinds = {type(c.expect) for c in SPECS[name]().cases}
+        assert kinds & {Same, Check} and (Raises in kinds or name in ("get_backend", "get_num_threads", "info")), (
+            f"{name}: needs both refused and accepted cases")
+
+
+@contextlib.contextmanager
+def backend(name: str):
+    previous = posenc.get_backend()
+    posenc.set_backend(name)
+    threads = posenc.get_num_threads()
+    try:
+        yield
+    finally:
+        posenc.set_backend(previous)
+        posenc.set_num_threads(None)
+
+
+def _call(api: Any, case: Case) -> Any:
+    if case.call is not None:
+        return case.call(api)
+    return getattr(api, case.func)(*case.args, **case.kwargs)
+
+
+def _snapshot(kwargs: Dict[str, Any]) -> Dict[str, bytes]:
+    return {k: np.asarray(v).tobytes() for k, v in kwargs.items()
+            if k.startswith("out") and isinstance(v, np.ndarray) and v.flags.writeable}
+
+
+def _tolerance(dtype: np.dtype) -> float:
+    if dtype.kind != "f" and dtype.name != "bfloat16":
+        return 0.0
+    return {8: 1e-12, 4: 2e-6, 2: 2e-3}[dtype.itemsize] if dtype.name != "bfloat16" else 2e-2
+
+
+def assert_same(got: Any, want: Any, where: str = "result") -> None:
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want), f"{where}: expected a tuple of {len(want)}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_same(g, w, f"{where}[{i}]")
+        return
+    if isinstance(want, dict):
+        assert got.keys() == want.keys()
+        return
+    if not isinstance(want, np.ndarray):
+        if isinstance(want, float):
+            assert math.isclose(got, want, rel_tol=1e-12, abs_tol=1e-12), f"{where}: {got} != {want}"
+        else:
+            assert got == want, f"{where}: {got!r} != {want!r}"
+        return
+    got = np.asarray(got)
+    assert got.shape == want.shape, f"{where}: shape {got.shape} != {want.shape}"
+    assert got.dtype == want.dtype, f"{where}: dtype {got.dtype} != {want.dtype}"
+    tol = _tolerance(want.dtype)
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    if tol == 0.0:
+        np.testing.assert_array_equal(g, w, err_msg=where)
+    else:
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * max(1.0, float(np.abs(w).max(initial=0))), err_msg=where)
+
+
+def _reference_api() -> Any:
+    """posenc.reference, with the plumbing names (not duplicated there) taken from posenc."""
+    return reference
+
+
+@pytest.mark.parametrize("backend_name", BACKENDS)
+@pytest.mark.parametrize("case", CASES)
+def test_hostile(case: Case, backend_name: str) -> None:
+    if not case.id.endswith("-no-cases"):
+        # Fresh arrays for every run: an in-place case must not see another run's writes.
+        case = next(c for c in SPECS[case.func]().cases if c.id == case.id)
+    with backend(backend_name):
+        expect = case.expect
+        if isinstance(expect, Raises):
+            before = _snapshot(case.kwargs)
+            with pytest.raises(expect.exc) as info:
+                _call(posenc, case)
+            if expect.match:
+                assert expect.match.lower() in str(info.value).lower(), (
+                    f"message {str(info.value)!r} does not name {expect.match!r}")
+            assert _snapshot(case.kwargs) == before, "out was written before the error"
+        elif isinstance(expect, Check):
+            try:
+                result = _call(posenc, case)
+            except expect.refuse as exc:
+                assert expect.match.lower() in str(exc).lower(), f"message {str(exc)!r} does not name {expect.match!r}"
+                return
+            expect.fn(result)
+        else:
+            out = {k: v for k, v in case.kwargs.items() if k.startswith("out") and v is not None}
+            result = _call(posenc, case)
+            clean = {**case.kwargs, **{k: None for k in out}, **(expect.clean or {})}
+            api = reference if hasattr(reference, expect.name or case.func) else posenc
+            with backend("reference"):
+                want = getattr(api, expect.name or case.func)(*case.args, **clean)
+            assert_same(result, want)
+            if len(out) == 1:
+                (value,) = out.values()
+                assert result is value, "out= must be returned as passed"
+                assert_same(np.asarray(value), want, "out")
+            elif out:
+                for r, v in zip(result, out.values()):
+                    assert r is v, "out= must be returned as passed"
+
+
+def test_case_count_is_reported(capsys):
+    """Not a check: prints the size of the table (in the -s/-rA output and CI logs)."""
+    with capsys.disabled():
+        print(f"\n[hostile] {len(CASES)} cases x {len(BACKENDS)} backends = {len(CASES) * len(BACKENDS)} runs")
