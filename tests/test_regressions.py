@@ -33,7 +33,7 @@ def test_out_with_a_zero_stride_is_refused(backend):
 
 def test_out_views_that_do_not_self_overlap_are_accepted(backend):
     base = np.zeros((8, 12), np.float32)
-    for out in (base[::2, ::2], base[::-1, 1::2], base.T[:6, :5].T.T, base[:, :6][::-1]):
+    for out in (base[::2, ::2], base[::-1, 1::2], base.T[:6, :4].T, base[:, :6][::-1], base[1:, 2:][::-2, ::-1]):
         shape = out.shape
         posenc.sinusoidal(shape[0], shape[1], out=out)
         np.testing.assert_allclose(out, posenc.reference.sinusoidal(shape[0], shape[1]), atol=1e-6)
