@@ -44,3 +44,15 @@ def test_set_num_threads_beyond_int_is_a_value_error():
     with pytest.raises(ValueError, match="n must be <="):
         posenc.set_num_threads(2**63)
     posenc.set_num_threads(None)
+
+
+def test_offsets_beyond_exact_float64_positions_are_refused(backend):
+    # Found by the fuzzer: add_sinusoidal(x, offset=-2**63 - 1) was accepted and the native
+    # kernel (exact k·ω steps from the anchor) and the reference (offset + k rounded to float64
+    # first) disagreed: past 2**53 consecutive positions are not representable.
+    x = np.zeros((1, 3, 4), np.float32)
+    for offset in (-(2**63) - 1, 2**63, 2**53 + 1, -(2**53) - 1, 2**53 - 1):
+        with pytest.raises(ValueError, match="offset"):
+            posenc.add_sinusoidal(x, offset=offset)
+    posenc.add_sinusoidal(x, offset=2**53 - 2)
+    posenc.add_sinusoidal(x, offset=-(2**53))

@@ -44,6 +44,20 @@ def integer(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Op
     return result
 
 
+# Integer positions are exact in float64 up to 2**53; beyond it consecutive
+# positions collapse onto one value and the angles p·ω mean nothing.
+MAX_EXACT_POSITION = 2**53
+
+
+def offset(value: Any, count: int, name: str = "offset") -> int:
+    """A first position: an integer such that ``value + k`` for k < count stays exact in float64."""
+    result = integer(value, name)
+    if abs(result) > MAX_EXACT_POSITION or abs(result + max(count - 1, 0)) > MAX_EXACT_POSITION:
+        raise ValueError(f"{name} must keep positions within +-2**53 (exact in float64), got {result} "
+                         f"for {count} positions")
+    return result
+
+
 def real(value: Any, name: str, *, positive: bool = False) -> float:
     """A finite real number (bools refused)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
@@ -171,7 +185,7 @@ def output(
     if not arr.flags.writeable:
         raise ValueError(f"{name} is read-only")
     if _self_overlapping(arr):
-        raise ValueError(f"{name} has elements sharing memory (a zero or too small stride, strides {arr.strides})")
+        raise ValueError(f"{name} overlaps itself: elements share memory (a zero or too small stride, strides {arr.strides})")
     for inp, inp_name in inputs:
         if inp is None or arr is inp or not np.may_share_memory(arr, inp):
             continue

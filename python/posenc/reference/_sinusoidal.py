@@ -135,7 +135,7 @@ def _plan_add(x: Any, offset: Any, positions: Any, base: Any, interleaved: Any, 
         raise ValueError(f"x must have shape [..., seq, dim], got shape {xa.shape}")
     seq, dim = xa.shape[-2], xa.shape[-1]
     inv_freq = _frequencies(_checks.even_dim(dim, "x.shape[-1]"), _checks.base(base), "vaswani")
-    offset = _checks.integer(offset, "offset")
+    offset = _checks.offset(offset, seq)
     pos = None
     if positions is not None:
         if offset != 0:
