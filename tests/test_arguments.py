@@ -238,6 +238,12 @@ def assert_same(got: Any, want: Any, where: str = "result") -> None:
     if isinstance(want, dict):
         assert got.keys() == want.keys()
         return
+    if hasattr(want, "__dict__") and not isinstance(want, np.ndarray):  # an object: compare its numeric state
+        assert type(got) is type(want)
+        for key, value in vars(want).items():
+            if isinstance(value, (np.ndarray, float, int, tuple)) and not key.startswith("_"):
+                assert_same(getattr(got, key), value, f"{where}.{key}")
+        return
     if not isinstance(want, np.ndarray):
         if isinstance(want, float):
             assert math.isclose(got, want, rel_tol=1e-12, abs_tol=1e-12), f"{where}: {got} != {want}"
