@@ -289,8 +289,13 @@ def test_concat_positional():
 
 
 def _overlapping(x):
-    """An out of the right shape whose memory overlaps x without being x."""
-    return np.lib.stride_tricks.as_strided(x, shape=(2, 3, 6), strides=x.strides)
+    """An out of the right shape whose memory overlaps x without being x.
+
+    Its strides keep every element inside x's buffer (the largest offset is
+    24·1 + 8·2 + 4·5 = 60 < 96 bytes): a view reaching past the buffer read
+    out of bounds when pytest printed it (AddressSanitizer caught it)."""
+    assert x.dtype == np.float32 and x.shape == (2, 3, 4) and x.flags.c_contiguous
+    return np.lib.stride_tricks.as_strided(x, shape=(2, 3, 6), strides=(24, 8, 4))
 
 
 # ---------------------------------------------------------------- reference backend and bad input
