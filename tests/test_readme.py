@@ -16,8 +16,9 @@ BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), 
 def test_readme_example_runs(index):
     import posenc
 
+    previous = posenc.get_backend()
     try:
         exec(compile(BLOCKS[index], f"README.md[python block {index}]", "exec"), {})
     finally:
-        posenc.set_backend("native" if posenc.info()["native"] else "reference")
+        posenc.set_backend(previous)
         posenc.set_num_threads(None)
