@@ -18,7 +18,10 @@ each with its documented outcome:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
+import resource
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import numpy as np
@@ -64,6 +67,48 @@ class Case:
     expect: Expect
     args: Tuple[Any, ...] = ()
     call: Optional[Callable[[Any], Any]] = None  # custom call(api) for classes and methods
+
+
+# ------------------------------------------------------------------ memory guard
+
+SANITIZED = os.environ.get("POSENC_SANITIZED") == "1"
+GIB = 1 << 30
+
+
+def _status(key: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@contextlib.contextmanager
+def memory_guard(headroom: int = 3 * GIB, max_growth: int = GIB):
+    """Run a hostile call with the address space capped ``headroom`` above what is in use.
+
+    A size that slips past validation then ends in a MemoryError instead of
+    the OOM killer taking the test run (and the machine) down; and since a
+    refused size must be refused *before* memory is spent, the peak RSS may
+    not grow by more than ``max_growth`` either. No cap under ASan (its
+    shadow memory needs terabytes of address space; allocator_may_return_null
+    turns a single huge request into a MemoryError there).
+    """
+    if SANITIZED or not os.path.exists("/proc/self/statm"):
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as f:
+        used = int(f.read().split()[0]) * resource.getpagesize()
+    cap = used + headroom
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    hwm = _status("VmHWM")
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        grown = _status("VmHWM") - hwm
+        assert grown <= max_growth, f"peak memory grew by {grown / GIB:.2f} GiB during the call"
 
 
 # ------------------------------------------------------------------ layouts

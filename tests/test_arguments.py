@@ -27,8 +27,8 @@ import posenc
 from posenc import reference
 
 from conftest import NATIVE
-from hostile import (SIZE_ERRORS, Case, Check, Raises, Same, Spec, empty_of, finite_or_refused, misaligned,
-                     negative_strides)
+from hostile import (SIZE_ERRORS, Case, Check, Raises, Same, Spec, empty_of, finite_or_refused, memory_guard,
+                     misaligned, negative_strides)
 
 F32 = np.float32
 _rng = np.random.default_rng(1234)
@@ -213,9 +213,10 @@ def backend(name: str):
 
 
 def _call(api: Any, case: Case) -> Any:
-    if case.call is not None:
-        return case.call(api)
-    return getattr(api, case.func)(*case.args, **case.kwargs)
+    with memory_guard():
+        if case.call is not None:
+            return case.call(api)
+        return getattr(api, case.func)(*case.args, **case.kwargs)
 
 
 def _snapshot(kwargs: Dict[str, Any]) -> Dict[str, bytes]:
