@@ -212,13 +212,15 @@ class Spec:
 
     # -- roles
     def size(self, arg: str, *, minimum: int = 0, empty: Optional[Callable[[Any], None]] = None,
-             huge: bool = True, baseline: Any = None, float_exc: Any = TypeError, id: Optional[str] = None) -> "Spec":
+             huge: bool = True, baseline: Any = None, float_exc: Any = TypeError, id: Optional[str] = None,
+             zero_may_be_refused: bool = False) -> "Spec":
         """An integer count (length, head count...): ints and integer scalars only.
 
         ``baseline``: the valid count, when the spec's baseline passes an array
         there instead (``positions``: an int n or an array); ``float_exc``: the
         documented error for a float there (a float scalar is a 0-d array of
-        positions: ValueError).
+        positions: ValueError); ``zero_may_be_refused``: 0 may be a ValueError
+        naming the argument instead of an empty result (a head count).
         """
         tag = id or arg
         good = self.baseline[arg] if baseline is None else baseline
@@ -238,7 +240,7 @@ class Spec:
             for h in HUGE_SIZES:
                 self.raises(f"{tag}-huge-{h.bit_length() - 1}", SIZE_ERRORS, "", **{arg: h})
         if empty is not None and minimum <= 0:
-            self.check(f"{tag}-zero", empty, **{arg: 0})
+            self.add(f"{tag}-zero", Check(empty, (ValueError,) if zero_may_be_refused else (), arg), **{arg: 0})
         return self
 
     def dim(self, arg: str, *, even: bool = True, huge: bool = True) -> "Spec":
@@ -289,7 +291,8 @@ class Spec:
                          Check(huge, (ValueError,), arg), **{arg: h})
         return self
 
-    def floats(self, arg: str, *, layouts: bool = True, ints: bool = False, nan: Optional[Expect] = None) -> "Spec":
+    def floats(self, arg: str, *, layouts: bool = True, ints: bool = False, nan: Optional[Expect] = None,
+               list_dtype_must_match: bool = False) -> "Spec":
         """A floating array argument: other kinds are a TypeError; every layout computes correctly."""
         good = np.asarray(self.baseline[arg])
         kinds = {"object": good.astype(object), "complex": good.astype(np.complex64), "bool": good != 0,
@@ -305,7 +308,10 @@ class Spec:
             for id, make in INPUT_LAYOUTS.items():
                 v = make(good)
                 self.same(f"{arg}-{id}", clean={arg: np.array(v, dtype=good.dtype)}, **{arg: v})
-            self.same(f"{arg}-list", clean={arg: np.array(good.tolist())}, **{arg: good.tolist()})
+            if list_dtype_must_match:  # a list is float64, the other arrays are not: documented TypeError
+                self.raises(f"{arg}-list", TypeError, "dtype", **{arg: good.tolist()})
+            else:
+                self.same(f"{arg}-list", clean={arg: np.array(good.tolist())}, **{arg: good.tolist()})
         if nan is not None:
             self.add(f"{arg}-nan-values", nan, **{arg: np.full_like(good, np.nan)})
         return self
