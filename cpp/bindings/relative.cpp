@@ -22,7 +22,7 @@ Width width_of(const py::array& a, const char* name) {
 // The lookup rows for an operand whose [rows, cols·step] rows are `o`: C-contiguous,
 // the operand's dtype, [lut_rows, (rows + cols − 1)·step], and lut_rows dividing the batches.
 ToeplitzArgs args_of(const py::array& operand, const Rows& o, const py::array& lut, std::int64_t step) {
-    if (!lut.dtype().is(operand.dtype())) throw py::type_error("lut must have the dtype of the operand");
+    if (!lut.dtype().equal(operand.dtype())) throw py::type_error("lut must have the dtype of the operand");
     if (step < 1 || o.cols() % step != 0)
         throw std::invalid_argument("rows of " + std::to_string(o.cols()) + " elements are not whole steps of " +
                                     std::to_string(step));

@@ -146,7 +146,7 @@ def _plan_positions(q_len: Any, k_len: Any, offset: Any, clip: Any, dtype: Any, 
     if clip is not None:
         clip = _checks.integer(clip, "max_relative_position", minimum=0)
         _fits(dt, 0, 2 * clip, "clipped positions")
-    elif grid.length:
+    elif grid.q_len and grid.k_len:
         _fits(dt, grid.first, grid.first + grid.length - 1, "relative positions")
     shape = (grid.q_len, grid.k_len)
     _checks.result_size(shape, dt, "the result")
@@ -239,6 +239,8 @@ def t5_bucket_values(distance: np.ndarray, p: T5Params) -> np.ndarray:
 
 def _integer_array(value: Any, name: str) -> np.ndarray:
     arr = _checks.as_array(value, name)
+    if arr.size == 0 and not isinstance(value, np.ndarray):  # [] is float64 to NumPy
+        arr = arr.astype(np.int64)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
     if arr.dtype.kind == "u":  # anything past 2**62 is in the last bucket anyway
