@@ -12,6 +12,7 @@ from typing import Any, Dict
 from . import _backend, _checks
 from ._backend import get_backend, set_backend
 from ._sinusoidal import add_sinusoidal, concat_positional, sinusoidal, sinusoidal_2d, sinusoidal_3d
+from ._relative import add_alibi, add_t5_bias, alibi_bias, alibi_slopes, clipped_relative_positions, relative_embeddings, relative_positions, t5_bias, t5_bucket, t5_buckets  # noqa: E501
 from ._version import __version__
 from .reference import sinusoidal_frequencies
 
@@ -28,6 +29,9 @@ __all__ = [
     "sinusoidal_2d",
     "sinusoidal_3d",
     "sinusoidal_frequencies",
+    # relative positions
+    "add_alibi", "add_t5_bias", "alibi_bias", "alibi_slopes", "clipped_relative_positions",
+    "relative_embeddings", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets",
 ]
 
 

@@ -87,3 +87,6 @@ def run(quick: bool = False, repeat: int = 10, only: Optional[str] = None, strea
         print(f"{case.name:44s} {t_native * 1e3:10.3f} {t_ref * 1e3:10.3f} {t_ref / t_native:7.1f}x "
               f"{rate / 1e9:7.1f} {rate / ceiling:6.0%} of {case.ceiling:5s}", file=stream)
     return results
+
+from ._bench_relative import relative_cases  # noqa: E402  (needs Case, defined above)
+CASE_FACTORIES.append(relative_cases)

@@ -14,6 +14,7 @@ from ._sinusoidal import (
     sinusoidal_3d,
     sinusoidal_frequencies,
 )
+from ._relative import add_alibi, add_t5_bias, alibi_bias, alibi_slopes, clipped_relative_positions, relative_embeddings, relative_positions, t5_bias, t5_bucket, t5_buckets  # noqa: E501
 
 __all__ = [
     "add_sinusoidal",
@@ -23,4 +24,7 @@ __all__ = [
     "sinusoidal_2d",
     "sinusoidal_3d",
     "sinusoidal_frequencies",
+    # relative positions
+    "add_alibi", "add_t5_bias", "alibi_bias", "alibi_slopes", "clipped_relative_positions",
+    "relative_embeddings", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets",
 ]
