@@ -11,11 +11,13 @@ from typing import Any, Dict
 
 from . import _backend, _checks
 from ._backend import get_backend, set_backend
+from ._learned import LearnedPositionalEmbedding, embedding_add, embedding_grad, embedding_lookup, resize_table, resize_table_2d
 from ._sinusoidal import add_sinusoidal, concat_positional, sinusoidal, sinusoidal_2d, sinusoidal_3d
 from ._version import __version__
 from .reference import sinusoidal_frequencies
 
 __all__ = [
+    "LearnedPositionalEmbedding", "embedding_add", "embedding_grad", "embedding_lookup", "resize_table", "resize_table_2d",
     "__version__",
     "add_sinusoidal",
     "concat_positional",

@@ -5,6 +5,7 @@ exactly as the public one does, computes in float64 with plain NumPy, and
 rounds once to the result dtype. The native kernels are tested against it.
 """
 
+from ._learned import embedding_add, embedding_grad, embedding_lookup, resize_table, resize_table_2d
 from ._sinusoidal import (
     add_sinusoidal,
     axis_frequencies,
@@ -16,6 +17,7 @@ from ._sinusoidal import (
 )
 
 __all__ = [
+    "embedding_add", "embedding_grad", "embedding_lookup", "resize_table", "resize_table_2d",
     "add_sinusoidal",
     "axis_frequencies",
     "concat_positional",
