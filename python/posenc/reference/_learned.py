@@ -223,14 +223,23 @@ def resample_taps(in_size: int, out_size: int, method: str) -> Tuple[np.ndarray,
 
 
 def _resample_axis(values: np.ndarray, axis: int, out_size: int, method: str) -> np.ndarray:
-    """Resample float64 ``values`` along ``axis`` to ``out_size`` (taps summed in a fixed order)."""
+    """Resample float64 ``values`` along ``axis`` to ``out_size``.
+
+    Written as ``v_a + Σ_k w_k·(v_k − v_a)`` around the tap ``a`` at floor(src)
+    (the weights sum to 1): the same value as ``Σ_k w_k·v_k`` to float64
+    rounding, but a constant comes out exactly and a sample that lands on a
+    source row (weight 1 there, 0 elsewhere) is copied exactly.
+    """
     index, weights = resample_taps(values.shape[axis], out_size, method)
+    anchor = 0 if index.shape[1] == 2 else 1
     shape = [1] * values.ndim
     shape[axis] = out_size
-    result = np.zeros(values.shape[:axis] + (out_size,) + values.shape[axis + 1:])
+    base = np.take(values, index[:, anchor], axis=axis)
+    delta = np.zeros_like(base)
     for k in range(index.shape[1]):
-        result += weights[:, k].reshape(shape) * np.take(values, index[:, k], axis=axis)
-    return result
+        if k != anchor:
+            delta += weights[:, k].reshape(shape) * (np.take(values, index[:, k], axis=axis) - base)
+    return base + delta
 
 
 def _new_size(value: Any, name: str) -> int:
