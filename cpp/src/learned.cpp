@@ -9,9 +9,20 @@
 POSENC_BEGIN_TARGET
 namespace {
 
-// One row: out = t (kAdd false, an exact copy) or x + t in double, rounded
-// once (for float32, float16 and bfloat16 that is also the correctly rounded
-// sum in the narrow type: double has more than 2p + 2 bits). The contiguous
+// x + t, correctly rounded to T. The 16-bit types are summed in double and
+// rounded once by store<T>; since double carries more than 2p + 2 bits of a
+// p-bit format, rounding the double sum again to T gives the same bits as
+// rounding the exact sum (no double-rounding error; Figueroa 1995). By the
+// same fact the hardware float sum is already what the double route gives,
+// so float and double add directly, without the conversions.
+template <class T>
+inline T rounded_sum(T x, T t) { return store<T>(load(x) + load(t)); }
+template <>
+inline float rounded_sum<float>(float x, float t) { return x + t; }
+template <>
+inline double rounded_sum<double>(double x, double t) { return x + t; }
+
+// One row: out = t (kAdd false, an exact copy) or rounded_sum(x, t). The contiguous
 // case is its own instantiation so the loop vectorises without gathers. x and
 // out may be the same row (in place): each element is read before it is
 // written, by the same iteration.
@@ -21,7 +32,7 @@ inline void embed_row(const T* __restrict t, std::int64_t tcs, const T* x, std::
     if (kContiguous) tcs = xcs = ocs = 1;
 #pragma omp simd
     for (std::int64_t j = 0; j < dim; ++j) {
-        if (kAdd) out[j * ocs] = store<T>(load(x[j * xcs]) + load(t[j * tcs]));
+        if (kAdd) out[j * ocs] = rounded_sum(x[j * xcs], t[j * tcs]);
         else out[j * ocs] = t[j * tcs];
     }
 }
