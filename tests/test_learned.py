@@ -566,3 +566,25 @@ def test_module_forward_backward(backend):
 def test_module_bad_arguments(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         posenc.LearnedPositionalEmbedding(**kwargs)
+
+
+def test_bindings_check_what_they_are_given(isa):
+    """The compiled functions refuse bad shapes and positions themselves (the last line before a kernel)."""
+    native = posenc._backend.native
+    table = np.zeros((4, 3), np.float32)
+    out = np.full((2, 3), 7, np.float32)
+    with pytest.raises(IndexError, match=r"positions\[1\] = 4"):
+        native.embedding_lookup(table, np.array([0, 4]), out)
+    with pytest.raises(IndexError, match=r"positions\[0\] = -1"):
+        native.embedding_add(out, table, np.array([-1, 0]), out)
+    with pytest.raises(ValueError, match="whole number"):
+        native.embedding_add(np.zeros((3, 3), np.float32), table, np.array([0, 1]), np.zeros((3, 3), np.float32))
+    with pytest.raises(ValueError, match="int64"):
+        native.embedding_lookup(table, np.array([0, 1], np.int32), out)
+    with pytest.raises(ValueError, match="dim"):
+        native.embedding_lookup(np.zeros((4, 5), np.float32), np.array([0, 1]), out)
+    with pytest.raises(TypeError, match="same dtype"):
+        native.embedding_lookup(table.astype(np.float64), np.array([0, 1]), out)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        native.embedding_grad(out, np.array([0, 1]), np.zeros((4, 6), np.float32)[:, ::2])
+    assert (out == 7).all()

@@ -222,24 +222,36 @@ def resample_taps(in_size: int, out_size: int, method: str) -> Tuple[np.ndarray,
     return index, _cubic_weights(src - i0)
 
 
-def _resample_axis(values: np.ndarray, axis: int, out_size: int, method: str) -> np.ndarray:
-    """Resample float64 ``values`` along ``axis`` to ``out_size``.
+_BLOCK_BYTES = 1 << 22  # float64 temporaries per block: cache-sized, never table-sized
+
+
+def _resample_axis(values: np.ndarray, axis: int, out_size: int, method: str, dtype: Any = np.float64) -> np.ndarray:
+    """Resample ``values`` (any float dtype) along ``axis`` to ``out_size``; computed in float64, stored as ``dtype``.
 
     Written as ``v_a + Σ_k w_k·(v_k − v_a)`` around the tap ``a`` at floor(src)
     (the weights sum to 1): the same value as ``Σ_k w_k·v_k`` to float64
     rounding, but a constant comes out exactly and a sample that lands on a
-    source row (weight 1 there, 0 elsewhere) is copied exactly.
+    source row (weight 1 there, 0 elsewhere) is copied exactly. Output indices
+    are processed in blocks so that the float64 temporaries stay small: a
+    large table is neither copied to float64 whole nor paged in several times.
     """
     index, weights = resample_taps(values.shape[axis], out_size, method)
     anchor = 0 if index.shape[1] == 2 else 1
-    shape = [1] * values.ndim
-    shape[axis] = out_size
-    base = np.take(values, index[:, anchor], axis=axis)
-    delta = np.zeros_like(base)
-    for k in range(index.shape[1]):
-        if k != anchor:
-            delta += weights[:, k].reshape(shape) * (np.take(values, index[:, k], axis=axis) - base)
-    return base + delta
+    result = np.empty(values.shape[:axis] + (out_size,) + values.shape[axis + 1:], dtype)
+    per_index = 8 * (result.size // out_size if out_size else 0)
+    block = max(1, _BLOCK_BYTES // max(per_index, 1))
+    for lo in range(0, out_size, block):
+        hi = min(lo + block, out_size)
+        idx, w = index[lo:hi], weights[lo:hi]
+        shape = [1] * values.ndim
+        shape[axis] = hi - lo
+        base = np.take(values, idx[:, anchor], axis=axis).astype(np.float64)
+        delta = np.zeros_like(base)
+        for k in range(index.shape[1]):
+            if k != anchor:
+                delta += w[:, k].reshape(shape) * (np.take(values, idx[:, k], axis=axis).astype(np.float64) - base)
+        result[(slice(None),) * axis + (slice(lo, hi),)] = base + delta
+    return result
 
 
 def _new_size(value: Any, name: str) -> int:
@@ -256,7 +268,7 @@ def resize_table(table: Any, new_length: int, method: str = "linear") -> np.ndar
     _checks.result_size((n, tab.shape[1]), tab.dtype, "the resized table")
     if n == tab.shape[0]:
         return tab.copy()
-    return _resample_axis(tab.astype(np.float64), 0, n, method).astype(tab.dtype)
+    return _resample_axis(tab, 0, n, method, tab.dtype)
 
 
 def resize_table_2d(grid: Any, new_height: int, new_width: int, method: str = "bicubic") -> np.ndarray:
@@ -268,9 +280,10 @@ def resize_table_2d(grid: Any, new_height: int, new_width: int, method: str = "b
     if g.shape[0] == 0 or g.shape[1] == 0:
         raise ValueError(f"grid of shape {g.shape} has no cells to resample")
     _checks.result_size((h, w, g.shape[2]), g.dtype, "the resized grid")
-    values = g.astype(np.float64)
-    if h != g.shape[0]:
-        values = _resample_axis(values, 0, h, method)
-    if w != g.shape[1]:
-        values = _resample_axis(values, 1, w, method)
-    return values.astype(g.dtype)
+    if h == g.shape[0] and w == g.shape[1]:
+        return g.copy()
+    if h == g.shape[0]:
+        return _resample_axis(g, 1, w, method, g.dtype)
+    # Height first into float64 (rounded once, at the end), then width.
+    rows = _resample_axis(g, 0, h, method)
+    return rows.astype(g.dtype) if w == g.shape[1] else _resample_axis(rows, 1, w, method, g.dtype)
