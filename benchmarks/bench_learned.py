@@ -97,3 +97,37 @@ def test_embedding_grad(benchmark, throughput, impl):
         benchmark.pedantic(lambda: torch.zeros(N, DIM).index_add_(0, tp, tg), rounds=5)
     # Bytes: grad read once plus the new table written (first touch included).
     throughput("alloc", grad.nbytes + N * DIM * 4)
+
+
+@pytest.mark.benchmark(group="resize_table [8192, 1024] -> [16384, 1024] float32, linear")
+@pytest.mark.parametrize("impl", ["posenc", "reference", "torch interpolate"])
+def test_resize_table(benchmark, throughput, impl):
+    _, table = data()
+    if impl == "posenc":
+        benchmark(posenc.resize_table, table, 2 * N)
+    elif impl == "reference":
+        benchmark.pedantic(reference.resize_table, (table, 2 * N), rounds=3)
+    else:
+        if torch is None:
+            pytest.skip("PyTorch not installed")
+        t = torch.from_numpy(table).T[None]
+        benchmark.pedantic(lambda: torch.nn.functional.interpolate(t, size=2 * N, mode="linear", align_corners=False),
+                           rounds=3)
+    throughput("alloc", 2 * table.nbytes)
+
+
+@pytest.mark.benchmark(group="resize_table_2d [24, 24, 1024] -> [48, 48, 1024] float32, bicubic")
+@pytest.mark.parametrize("impl", ["posenc", "reference", "torch interpolate"])
+def test_resize_table_2d(benchmark, throughput, impl):
+    grid = np.random.default_rng(0).standard_normal((24, 24, DIM), dtype=np.float32)
+    if impl == "posenc":
+        benchmark(posenc.resize_table_2d, grid, 48, 48)
+    elif impl == "reference":
+        benchmark.pedantic(reference.resize_table_2d, (grid, 48, 48), rounds=3)
+    else:
+        if torch is None:
+            pytest.skip("PyTorch not installed")
+        t = torch.from_numpy(grid).permute(2, 0, 1)[None]
+        benchmark.pedantic(lambda: torch.nn.functional.interpolate(t, size=(48, 48), mode="bicubic", align_corners=False),
+                           rounds=3)
+    throughput("alloc", 48 * 48 * DIM * 4)

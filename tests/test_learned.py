@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import posenc
 from posenc import reference as ref
 
-from helpers import FLOAT_DTYPES, strided_view
+from helpers import FLOAT_DTYPES, eps, strided_view
 
 try:  # optional peer for resize parity
     import torch
@@ -396,7 +396,7 @@ def torch_resize_loop(values: np.ndarray, out_size: int, method: str) -> np.ndar
 
 
 @pytest.mark.parametrize("old,new", [(1, 5), (2, 4), (7, 3), (14, 16), (16, 14), (10, 10), (5, 23), (24, 7)])
-def test_resize_closed_form(old, new):
+def test_resize_closed_form(backend, old, new):
     rng = np.random.default_rng(old * 100 + new)
     table = rng.standard_normal((old, 6))
     np.testing.assert_allclose(posenc.resize_table(table, new), torch_resize_loop(table, new, "linear"), rtol=0, atol=1e-14)
@@ -412,7 +412,7 @@ def test_resize_closed_form(old, new):
 @pytest.mark.skipif(torch is None, reason="PyTorch not installed")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("old,new", [((14, 14), (16, 16)), ((16, 16), (14, 14)), ((7, 9), (24, 5)), ((1, 3), (4, 4)), ((32, 32), (37, 20))])
-def test_resize_matches_torch_interpolate(dtype, old, new):
+def test_resize_matches_torch_interpolate(backend, dtype, old, new):
     """float64: the same algorithm to rounding. float32: PyTorch computes the source coordinate
     (in/out)·(i + 0.5) − 0.5 in float32, off by up to ~2 ulp of the coordinate (in·eps), which moves
     an interpolated value by that much times the difference between neighbours (≤ 2·max|v|, and up to
@@ -435,8 +435,43 @@ def test_resize_matches_torch_interpolate(dtype, old, new):
     np.testing.assert_allclose(posenc.resize_table(table, new[1], "cubic"), expected[0, :, :, 0].T.numpy(), rtol=0, atol=atol)
 
 
+@given(
+    old=st.tuples(st.integers(1, 12), st.integers(1, 12)),
+    new=st.tuples(st.integers(1, 30), st.integers(1, 30)),
+    dim=st.integers(1, 37),
+    dtype=st.sampled_from(FLOAT_DTYPES),
+    cubic=st.booleans(),
+    strided=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_resize_native_matches_reference(isa, old, new, dim, dtype, cubic, strided, seed):
+    """Same taps, same formula; the kernel may fuse multiply-adds, so float64 sums may differ in the
+    last bits: within one ulp of the result dtype (and 16 float64 ulps of the largest input for float64)."""
+    rng = np.random.default_rng(seed)
+    grid = rng.standard_normal(old + (dim,)).astype(dtype)
+    table = grid.reshape(-1, dim)
+    if strided:
+        grid, table = strided_view(grid, rng), strided_view(table, rng)
+    pairs = [
+        (posenc.resize_table(table, new[0], "cubic" if cubic else "linear"),
+         ref.resize_table(table, new[0], "cubic" if cubic else "linear")),
+        (posenc.resize_table_2d(grid, *new, method="bicubic" if cubic else "bilinear"),
+         ref.resize_table_2d(grid, *new, method="bicubic" if cubic else "bilinear")),
+    ]
+    scale = float(np.abs(grid.astype(np.float64)).max())
+    for got, expected in pairs:
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        g64, e64 = got.astype(np.float64), expected.astype(np.float64)
+        if np.dtype(dtype) == np.float64:
+            tol = 16 * np.finfo(np.float64).eps * scale
+        else:
+            subnormal = 2.0**-24 if np.dtype(dtype) == np.float16 else 0.0
+            tol = eps(dtype) * np.abs(e64) + 16 * np.finfo(np.float64).eps * scale + subnormal
+        assert (np.abs(g64 - e64) <= tol).all()
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_resize_identities(dtype):
+def test_resize_identities(backend, dtype):
     rng = np.random.default_rng(11)
     table = rng.standard_normal((12, 5)).astype(dtype)
     grid = rng.standard_normal((6, 7, 5)).astype(dtype)
@@ -464,7 +499,7 @@ def test_resize_identities(dtype):
         assert_bitwise_equal(posenc.resize_table_2d(up, 6, 7, method), grid)
 
 
-def test_resize_keeps_linear_ramps():
+def test_resize_keeps_linear_ramps(backend):
     """Linear resampling reproduces a ramp exactly wherever no border sample is clamped; any method
     returns it exactly after up-then-down by an odd factor. (Keys' cubic with a = -0.75, PyTorch's
     choice, reproduces constants but not ramps: only a = -0.5 does, so it is not checked mid-way.)"""
@@ -502,7 +537,7 @@ def test_resize_keeps_linear_ramps():
         (lambda: posenc.resize_table_2d(np.zeros((4, 4, 2)), 3, 3, "linear"), ValueError, "method"),
     ],
 )
-def test_resize_bad_arguments(call, exc, match):
+def test_resize_bad_arguments(backend, call, exc, match):
     with pytest.raises(exc, match=match):
         call()
 

@@ -153,6 +153,19 @@ def embedding_grad(grad: Any, positions: Any, num_positions: int) -> Any:
     return result
 
 
+def _resample_native(values: np.ndarray, axis: int, out_size: int, method: str, dtype: Any) -> np.ndarray:
+    """``values`` resampled along ``axis`` by the native kernel, into a new array of ``dtype``."""
+    src = np.ascontiguousarray(_aligned(values))
+    index, weights = ref.resample_taps(src.shape[axis], out_size, method)
+    outer, inner = int(np.prod(src.shape[:axis])), int(np.prod(src.shape[axis + 1:]))
+    dst = np.empty(src.shape[:axis] + (out_size,) + src.shape[axis + 1:], dtype)
+    _backend.native.resample(
+        src.reshape(outer, src.shape[axis], inner), dst.reshape(outer, out_size, inner),
+        np.ascontiguousarray(index, np.int64), np.ascontiguousarray(weights, np.float64),
+    )
+    return dst
+
+
 def resize_table(table: Any, new_length: int, method: str = "linear") -> np.ndarray:
     """Resample a ``[length, dim]`` position table to ``new_length`` rows.
 
@@ -175,7 +188,8 @@ def resize_table(table: Any, new_length: int, method: str = "linear") -> np.ndar
     -------
     ndarray of shape [new_length, dim] in the table's dtype, computed in
     float64 and rounded once. ``new_length == length`` returns an exact copy.
-    Both backends share this NumPy implementation (a few vectorised gathers).
+    The sum is written around the tap at floor(coordinate), so constants, and
+    samples that land exactly on a source row, are reproduced exactly.
 
     Examples
     --------
@@ -183,7 +197,12 @@ def resize_table(table: Any, new_length: int, method: str = "linear") -> np.ndar
     >>> posenc.resize_table(np.array([[0.0], [4.0]]), 4).ravel().tolist()
     [0.0, 1.0, 3.0, 4.0]
     """
-    return ref.resize_table(table, new_length, method)
+    if not _backend.use_native():
+        return ref.resize_table(table, new_length, method)
+    tab, n, method = ref._plan_resize_1d(table, new_length, method)
+    if n == tab.shape[0]:
+        return tab.copy()
+    return _resample_native(tab, 0, n, method, tab.dtype)
 
 
 def resize_table_2d(grid: Any, new_height: int, new_width: int, method: str = "bicubic") -> np.ndarray:
@@ -206,8 +225,9 @@ def resize_table_2d(grid: Any, new_height: int, new_width: int, method: str = "b
     Returns
     -------
     ndarray of shape [new_height, new_width, dim] in the grid's dtype,
-    computed in float64 and rounded once. An axis whose size does not change
-    is copied exactly. Both backends share this NumPy implementation.
+    computed in float64 (the intermediate after the height axis stays in
+    float64) and rounded once. An axis whose size does not change is copied
+    exactly.
 
     Examples
     --------
@@ -217,7 +237,15 @@ def resize_table_2d(grid: Any, new_height: int, new_width: int, method: str = "b
     >>> out.shape, bool((out == 1).all())
     ((16, 16, 8), True)
     """
-    return ref.resize_table_2d(grid, new_height, new_width, method)
+    if not _backend.use_native():
+        return ref.resize_table_2d(grid, new_height, new_width, method)
+    g, h, w, method = ref._plan_resize_2d(grid, new_height, new_width, method)
+    if h == g.shape[0] and w == g.shape[1]:
+        return g.copy()
+    if h == g.shape[0]:
+        return _resample_native(g, 1, w, method, g.dtype)
+    rows = _resample_native(g, 0, h, method, np.float64 if w != g.shape[1] else g.dtype)
+    return rows if w == g.shape[1] else _resample_native(rows, 1, w, method, g.dtype)
 
 
 class LearnedPositionalEmbedding:

@@ -5,8 +5,8 @@ once; the gradient sums, for each position, its rows in the order they appear
 in the flattened input, in the same accumulator type as the kernel (float32
 for float32/float16/bfloat16, float64 for float64), so that native and
 reference agree bit for bit. The ``_plan_*`` functions validate and normalise
-arguments for both backends. Resizing (``resize_table``, ``resize_table_2d``)
-lives here only: it is a few vectorised gathers that both backends share.
+arguments for both backends. Resizing computes the same taps for both
+backends (``resample_taps``); the reference sums them with NumPy in blocks.
 """
 
 from __future__ import annotations
@@ -258,21 +258,17 @@ def _new_size(value: Any, name: str) -> int:
     return _checks.integer(value, name, minimum=1)
 
 
-def resize_table(table: Any, new_length: int, method: str = "linear") -> np.ndarray:
-    """Reference (and the shared implementation) of :func:`posenc.resize_table`."""
+def _plan_resize_1d(table: Any, new_length: Any, method: Any) -> Tuple[np.ndarray, int, str]:
     tab = table_array(table)
     n = _new_size(new_length, "new_length")
     method = _checks.choice(method, "method", RESIZE_1D_METHODS)
     if tab.shape[0] == 0:
         raise ValueError("table has no rows to resample")
     _checks.result_size((n, tab.shape[1]), tab.dtype, "the resized table")
-    if n == tab.shape[0]:
-        return tab.copy()
-    return _resample_axis(tab, 0, n, method, tab.dtype)
+    return tab, n, method
 
 
-def resize_table_2d(grid: Any, new_height: int, new_width: int, method: str = "bicubic") -> np.ndarray:
-    """Reference (and the shared implementation) of :func:`posenc.resize_table_2d`."""
+def _plan_resize_2d(grid: Any, new_height: Any, new_width: Any, method: Any) -> Tuple[np.ndarray, int, int, str]:
     g = table_array(grid, "grid", ndim=3)
     h = _new_size(new_height, "new_height")
     w = _new_size(new_width, "new_width")
@@ -280,6 +276,20 @@ def resize_table_2d(grid: Any, new_height: int, new_width: int, method: str = "b
     if g.shape[0] == 0 or g.shape[1] == 0:
         raise ValueError(f"grid of shape {g.shape} has no cells to resample")
     _checks.result_size((h, w, g.shape[2]), g.dtype, "the resized grid")
+    return g, h, w, method
+
+
+def resize_table(table: Any, new_length: int, method: str = "linear") -> np.ndarray:
+    """Reference for :func:`posenc.resize_table`."""
+    tab, n, method = _plan_resize_1d(table, new_length, method)
+    if n == tab.shape[0]:
+        return tab.copy()
+    return _resample_axis(tab, 0, n, method, tab.dtype)
+
+
+def resize_table_2d(grid: Any, new_height: int, new_width: int, method: str = "bicubic") -> np.ndarray:
+    """Reference for :func:`posenc.resize_table_2d`."""
+    g, h, w, method = _plan_resize_2d(grid, new_height, new_width, method)
     if h == g.shape[0] and w == g.shape[1]:
         return g.copy()
     if h == g.shape[0]:
