@@ -26,4 +26,5 @@ PYBIND11_MODULE(_native, m) {
     m.def("after_fork_in_child", &posenc::mark_forked_child);
 
     posenc::bind::register_sinusoidal(m);
+    posenc::bind::register_rope(m);
 }

@@ -6,5 +6,6 @@
 namespace posenc::bind {
 
 void register_sinusoidal(pybind11::module_& m);
+void register_rope(pybind11::module_& m);
 
 }  // namespace posenc::bind

@@ -11,11 +11,14 @@ from typing import Any, Dict
 
 from . import _backend, _checks
 from ._backend import get_backend, set_backend
+from ._rope import (RotaryEmbedding, apply_rope, apply_rope_qk, positions_from_cu_seqlens, rope_cos_sin,
+                    rope_inv_freq)
 from ._sinusoidal import add_sinusoidal, concat_positional, sinusoidal, sinusoidal_2d, sinusoidal_3d
 from ._version import __version__
 from .reference import sinusoidal_frequencies
 
 __all__ = [
+    "RotaryEmbedding", "apply_rope", "apply_rope_qk", "positions_from_cu_seqlens", "rope_cos_sin", "rope_inv_freq",
     "__version__",
     "add_sinusoidal",
     "concat_positional",
