@@ -99,6 +99,15 @@ def _factor_list(params: Dict[str, Any], key: str, half: int) -> np.ndarray:
     return arr
 
 
+def _seq_len(params: Dict[str, Any]) -> Optional[int]:
+    if "seq_len" not in params:
+        return None
+    try:
+        return _checks.integer(params["seq_len"], "scaling['seq_len']", minimum=0)
+    except TypeError as exc:  # every bad scaling value is a ValueError naming the key
+        raise ValueError(str(exc)) from None
+
+
 def _normalise_scaling(scaling: Any, base: float) -> Tuple[str, Dict[str, Any]]:
     """The scheme's name and its parameters (None values dropped), every key checked."""
     if scaling is None:
@@ -204,7 +213,7 @@ def _longrope(dim: int, base: float, p: Dict[str, Any]) -> Tuple[np.ndarray, flo
     short = _factor_list(p, "short_factor", half)
     long = _factor_list(p, "long_factor", half)
     original = _number(p, "original_max_position_embeddings", minimum_exclusive=1.0)
-    seq_len = _checks.integer(p["seq_len"], "scaling['seq_len']", minimum=0) if "seq_len" in p else None
+    seq_len = _seq_len(p)
     if "attention_factor" in p:
         attention = _number(p, "attention_factor")
     elif "factor" in p:
@@ -235,8 +244,7 @@ def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: Any = None) -> Tu
         # base' = base·(s·L/L_orig − (s − 1))^(dim/(dim−2)), L = max(seq_len, L_orig).
         factor = _number(p, "factor")
         original = _number(p, "original_max_position_embeddings")
-        seq_len = _checks.integer(p["seq_len"], "scaling['seq_len']", minimum=0) if "seq_len" in p else 0
-        length = max(float(seq_len), original)
+        length = max(float(_seq_len(p) or 0), original)
         if dim > 2:  # with one pair, ω_0 = base'^0 = 1 whatever the base
             base = base * ((factor * length / original) - (factor - 1)) ** (dim / (dim - 2))
         return _default_inv_freq(dim, base), 1.0
@@ -304,7 +312,8 @@ def mrope_pair_axes(section: Sequence[int], interleaved: bool) -> np.ndarray:
     """Which positions axis each frequency pair takes its angle from (M-RoPE).
 
     Contiguous (Qwen2-VL, Qwen2.5-VL ``apply_multimodal_rotary_pos_emb``): the
-    first section[0] pairs take axis 0, the next section[1] axis 1, and so on.
+    first section[0] pairs take axis 0 (time), the next section[1] axis 1
+    (height), the last section[2] axis 2 (width).
     Interleaved (Qwen3-VL ``apply_interleaved_mrope``): pair j takes axis
     j mod 3 while j < 3·section[j mod 3], otherwise axis 0.
     """
@@ -325,10 +334,8 @@ def _plan_mrope(mrope_section: Any, mrope_interleaved: Any, half: int) -> Option
     if isinstance(mrope_section, (str, bytes)) or not hasattr(mrope_section, "__len__"):
         raise TypeError(f"mrope_section must be a sequence of integers, got {type(mrope_section).__name__}")
     section = [_checks.integer(s, "mrope_section", minimum=0) for s in mrope_section]
-    if not section:
-        raise ValueError("mrope_section must not be empty")
-    if interleaved and len(section) != 3:
-        raise ValueError(f"mrope_interleaved=True needs 3 sections (t, h, w), got {len(section)}")
+    if len(section) != 3:
+        raise ValueError(f"mrope_section must hold 3 sections (t, h, w), got {len(section)}")
     if sum(section) != half:
         raise ValueError(f"mrope_section must sum to rotary_dim/2 = {half}, got {sum(section)} ({tuple(section)})")
     return mrope_pair_axes(section, interleaved)
@@ -404,9 +411,7 @@ def _plan_apply(x: Any, positions: Any, base: Any, scaling: Any, inv_freq: Any, 
         scale = _checks.real(attention_scaling, "attention_scaling")
     offset = _checks.integer(offset, "offset")
     pair_axis = _plan_mrope(mrope_section, mrope_interleaved, rdim // 2)
-    axes = 1 if pair_axis is None else int(pair_axis.max(initial=0)) + 1
-    if mrope_section is not None:
-        axes = len(mrope_section)
+    axes = 1 if pair_axis is None else 3
     seq_ax = xa.ndim + seq_axis
     pos, grouped = _plan_positions(positions, offset, xa, seq_ax, axes)
     target = _checks.output(out, xa.shape, xa.dtype, [(xa, name)], name=out_name)
@@ -517,10 +522,10 @@ def positions_from_cu_seqlens(cu_seqlens: Any) -> np.ndarray:
     convention): 1-D, integer, starting at 0, non-decreasing.
     """
     arr = _checks.as_array(cu_seqlens, "cu_seqlens")
-    if arr.dtype.kind not in "iu" or isinstance(cu_seqlens, (bool, np.bool_)):
-        raise TypeError(f"cu_seqlens must hold integers, got dtype {arr.dtype}")
     if arr.ndim != 1 or arr.shape[0] < 1:
         raise ValueError(f"cu_seqlens must be a non-empty 1-D array, got shape {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"cu_seqlens must hold integers, got dtype {arr.dtype}")
     cu = arr.astype(np.int64)
     if cu[0] != 0:
         raise ValueError(f"cu_seqlens must start at 0, got {int(cu[0])}")
