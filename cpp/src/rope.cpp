@@ -39,18 +39,33 @@ template <class T> inline T to_storage(double v, T*) { return store<T>(v); }
 // One vector of `cols` features: rotate the 2·half leading ones, copy the
 // rest when out is not x. x and o may be the same memory: each lane reads
 // its own pair before writing it, so there is no dependence between lanes.
-template <bool kInterleaved, bool kContiguous, class T, class R>
+// kHalf > 0 fixes the pair count at compile time (head_dim 64 and 128 with
+// full rotation): the loop then unrolls completely, without the prologue and
+// epilogue that otherwise cost as much as the 4-8 vector iterations of a head.
+template <bool kInterleaved, bool kContiguous, std::int64_t kHalf, class T, class R>
 inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, const R* __restrict c,
                           const R* __restrict s, std::int64_t half, std::int64_t cols, bool copy_tail) {
     if (kContiguous) xs = os = 1;
-    constexpr std::int64_t step = kInterleaved ? 2 : 1;
-    const std::int64_t second = kInterleaved ? 1 : half;
+    if (kHalf > 0) half = kHalf;
+    if (kInterleaved) {
+        // Interleaved tables hold each pair's cos twice and its sin as
+        // (−s, +s) (see block_table), so out = x·c + swap(x)·s: contiguous
+        // loads and stores and one in-register swap, where the (u, v) form
+        // needs de- and re-interleaving shuffles.
 #pragma omp simd
-    for (std::int64_t i = 0; i < half; ++i) {
-        const std::int64_t j1 = i * step, j2 = i * step + second;
-        const R u = load_as<R>(x[j1 * xs]), v = load_as<R>(x[j2 * xs]);
-        o[j1 * os] = to_storage(u * c[i] - v * s[i], static_cast<T*>(nullptr));
-        o[j2 * os] = to_storage(v * c[i] + u * s[i], static_cast<T*>(nullptr));
+        for (std::int64_t i = 0; i < half; ++i) {
+            const std::int64_t j = 2 * i;
+            const R u = load_as<R>(x[j * xs]), v = load_as<R>(x[(j + 1) * xs]);
+            o[j * os] = to_storage(u * c[j] + v * s[j], static_cast<T*>(nullptr));
+            o[(j + 1) * os] = to_storage(v * c[j + 1] + u * s[j + 1], static_cast<T*>(nullptr));
+        }
+    } else {
+#pragma omp simd
+        for (std::int64_t i = 0; i < half; ++i) {
+            const R u = load_as<R>(x[i * xs]), v = load_as<R>(x[(i + half) * xs]);
+            o[i * os] = to_storage(u * c[i] - v * s[i], static_cast<T*>(nullptr));
+            o[(i + half) * os] = to_storage(v * c[i] + u * s[i], static_cast<T*>(nullptr));
+        }
     }
     if (copy_tail)
         for (std::int64_t j = 2 * half; j < cols; ++j) o[j * os] = x[j * xs];
@@ -58,7 +73,7 @@ inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, co
 
 // Units [u0, u1) of one operand over rows [r0, r1) of group g; table row
 // r − r0 holds that row's cos and sin.
-template <bool kInterleaved, bool kContiguous, class T, class R>
+template <bool kInterleaved, bool kContiguous, std::int64_t kHalf, class T, class R>
 void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1, std::int64_t r0,
                   std::int64_t r1, const R* ct, const R* st, std::int64_t half) {
     const T* x = static_cast<const T*>(op.x);
@@ -66,9 +81,10 @@ void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::i
     const std::int64_t* xo = op.xl.offsets + g * op.units;
     const std::int64_t* oo = op.ol.offsets + g * op.units;
     const std::int64_t xr = op.xl.row_stride, orr = op.ol.row_stride, xs = op.xl.col_stride, os = op.ol.col_stride;
+    const std::int64_t width = kInterleaved ? 2 * half : half;  // table row length
     auto one = [&](std::int64_t u, std::int64_t r) {
-        const std::int64_t k = (r - r0) * half;
-        rotate_vector<kInterleaved, kContiguous>(x + xo[u] + r * xr, xs, o + oo[u] + r * orr, os, ct + k, st + k,
+        const std::int64_t k = (r - r0) * width;
+        rotate_vector<kInterleaved, kContiguous, kHalf>(x + xo[u] + r * xr, xs, o + oo[u] + r * orr, os, ct + k, st + k,
                                                  half, op.cols, op.copy_tail);
     };
     // Walk memory in the order it is laid out: [seq, heads] rows first,
@@ -86,12 +102,17 @@ template <class T, class R>
 void rotate_units(const RopeArgs& a, const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1,
                   std::int64_t r0, std::int64_t r1, const R* ct, const R* st) {
     const bool contiguous = op.xl.col_stride == 1 && op.ol.col_stride == 1;
+    const std::int64_t h = a.half;
     if (a.interleaved) {
-        if (contiguous) rotate_block<true, true, T>(op, g, u0, u1, r0, r1, ct, st, a.half);
-        else rotate_block<true, false, T>(op, g, u0, u1, r0, r1, ct, st, a.half);
+        if (!contiguous) rotate_block<true, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        else if (h == 64) rotate_block<true, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        else if (h == 32) rotate_block<true, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        else rotate_block<true, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, h);
     } else {
-        if (contiguous) rotate_block<false, true, T>(op, g, u0, u1, r0, r1, ct, st, a.half);
-        else rotate_block<false, false, T>(op, g, u0, u1, r0, r1, ct, st, a.half);
+        if (!contiguous) rotate_block<false, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        else if (h == 64) rotate_block<false, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        else if (h == 32) rotate_block<false, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        else rotate_block<false, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, h);
     }
 }
 
@@ -131,12 +152,25 @@ void block_table(const RopeArgs& a, const AngleStep& step, std::int64_t g, std::
             s = angles.s();
             c = angles.c();
         }
-        R* cr = ct + (r - r0) * half;
-        R* sr = st + (r - r0) * half;
+        if (a.interleaved) {  // [c0 c0 c1 c1 ...], [−s0 s0 −s1 s1 ...]
+            R* cr = ct + (r - r0) * 2 * half;
+            R* sr = st + (r - r0) * 2 * half;
 #pragma omp simd
-        for (std::int64_t j = 0; j < half; ++j) {
-            cr[j] = static_cast<R>(cs * c[j]);
-            sr[j] = static_cast<R>(ss * s[j]);
+            for (std::int64_t j = 0; j < half; ++j) {
+                const R cj = static_cast<R>(cs * c[j]), sj = static_cast<R>(ss * s[j]);
+                cr[2 * j] = cj;
+                cr[2 * j + 1] = cj;
+                sr[2 * j] = -sj;
+                sr[2 * j + 1] = sj;
+            }
+        } else {
+            R* cr = ct + (r - r0) * half;
+            R* sr = st + (r - r0) * half;
+#pragma omp simd
+            for (std::int64_t j = 0; j < half; ++j) {
+                cr[j] = static_cast<R>(cs * c[j]);
+                sr[j] = static_cast<R>(ss * s[j]);
+            }
         }
     }
 }
@@ -155,25 +189,41 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     // (one row) with many heads still splits over threads.
     const std::int64_t blocks = (a.rows + kAnchorRows - 1) / kAnchorRows;
     const std::int64_t row_blocks = a.groups * blocks;
-    int threads = plan_threads(row_blocks * units, kAnchorRows * (cost / units + 2));
+    // A rotated element costs a fraction of an "operation" of plan_threads
+    // (8-16 per vector instruction, streamed): count 4 per operation, so a
+    // second thread starts from ~2^18 elements (1 MB of float32), and a
+    // decode step (one row per sequence) stays on the calling thread, where
+    // waking a pool would cost more than the work.
+    const std::int64_t elements = a.groups * a.rows * cost;
+    int threads = plan_threads(row_blocks * units, elements / (4 * row_blocks * units) + 1);
     const std::int64_t slices = row_blocks < threads ? (units < threads ? units : threads) : 1;
     const std::int64_t items = row_blocks * slices;
     threads = threads < items ? threads : static_cast<int>(items);
 
-    // Per thread: the block's cos and sin tables (R ≤ double each) and
-    // three float64 rows; plus the one-position step shared by all.
-    const std::int64_t per_thread = 2 * kAnchorRows * half + 3 * half;
+    // Per thread: the block's cos and sin tables (R ≤ double each, rows of
+    // 2·half when interleaved) and three float64 rows; plus the
+    // one-position step shared by all.
+    const std::int64_t table = kAnchorRows * 2 * half;
+    const std::int64_t per_thread = 2 * table + 3 * half;
     Scratch scratch(2 * half + per_thread * threads);
     const AngleStep step{scratch.data(), scratch.data() + half};
     sincos_scaled(1.0, a.inv_freq, scratch.data(), scratch.data() + half, half);
 
-    parallel_chunks(items, threads, [&](std::int64_t begin, std::int64_t end, int t) {
+    // Items are handed out one at a time from a shared counter rather than
+    // in fixed halves: on a loaded machine a descheduled thread then delays
+    // the call by one item, not by half the work. Each item's arithmetic
+    // does not depend on which thread runs it, so results stay identical.
+    std::int64_t next = 0;
+    parallel_chunks(threads, threads, [&](std::int64_t, std::int64_t, int t) {
         double* mine = scratch.data() + 2 * half + per_thread * t;
         R* ct = reinterpret_cast<R*>(mine);
-        R* st = ct + kAnchorRows * half;
-        const RowScratch w{mine + 2 * kAnchorRows * half, mine + 2 * kAnchorRows * half + half,
-                           mine + 2 * kAnchorRows * half + 2 * half};
-        for (std::int64_t item = begin; item < end; ++item) {
+        R* st = reinterpret_cast<R*>(mine + table);
+        const RowScratch w{mine + 2 * table, mine + 2 * table + half, mine + 2 * table + 2 * half};
+        for (;;) {
+            std::int64_t item;
+#pragma omp atomic capture
+            item = next++;
+            if (item >= items) break;
             const std::int64_t slice = item % slices, rb = item / slices;
             const std::int64_t g = rb / blocks, r0 = (rb % blocks) * kAnchorRows;
             const std::int64_t r1 = r0 + kAnchorRows < a.rows ? r0 + kAnchorRows : a.rows;

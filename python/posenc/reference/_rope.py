@@ -16,6 +16,7 @@ Pairs are (j, j + rotary_dim/2) (GPT-NeoX / Llama "rotate_half") or
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
 
@@ -136,6 +137,14 @@ def _default_inv_freq(dim: int, base: float) -> np.ndarray:
     # ω_j = 1 / base^(2j/dim), in the form every reference implementation
     # writes it (RoFormer, GPT-NeoX, transformers' default rope), here in float64.
     return 1.0 / base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+
+
+@functools.lru_cache(maxsize=64)
+def _default_inv_freq_cached(dim: int, base: float) -> np.ndarray:
+    """Read-only default frequencies: a decode step should not recompute them per call."""
+    w = _default_inv_freq(dim, base)
+    w.flags.writeable = False
+    return w
 
 
 def _yarn_mscale(factor: float, mscale: float = 1.0) -> float:
@@ -405,6 +414,8 @@ def _plan_apply(x: Any, positions: Any, base: Any, scaling: Any, inv_freq: Any, 
             raise ValueError("inv_freq must be finite")
         _checks.base(base)
         scale = 1.0
+    elif scaling is None:
+        freqs, scale = _default_inv_freq_cached(rdim, _checks.base(base)), 1.0
     else:
         freqs, scale = rope_inv_freq(rdim, base=base, scaling=scaling)
     if attention_scaling is not None:
@@ -414,7 +425,10 @@ def _plan_apply(x: Any, positions: Any, base: Any, scaling: Any, inv_freq: Any, 
     axes = 1 if pair_axis is None else 3
     seq_ax = xa.ndim + seq_axis
     pos, grouped = _plan_positions(positions, offset, xa, seq_ax, axes)
-    target = _checks.output(out, xa.shape, xa.dtype, [(xa, name)], name=out_name)
+    if out is not None and out is xa and xa.flags.writeable:
+        target = xa  # in place on x itself (the common case): nothing else to check
+    else:
+        target = _checks.output(out, xa.shape, xa.dtype, [(xa, name)], name=out_name)
     return ApplyPlan(xa, seq_ax, grouped, pos, float(offset), freqs, scale, pair_axis, rdim, interleaved,
                      inverse, target)
 
