@@ -406,7 +406,7 @@ def test_apply_matches_exact_and_reference(isa, case):
                                    atol=2 * eps(x.dtype) * scale + 1e-12 + 16 * np.finfo(np.float64).eps * max_angle)
 
 
-@pytest.mark.parametrize("half", [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33])
+@pytest.mark.parametrize("half", [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65])
 @pytest.mark.parametrize("interleaved", [False, True])
 def test_every_vector_tail(isa, half, interleaved):
     """Sizes around every SIMD width and the 32-row anchor blocks, float32 and float64."""
