@@ -28,8 +28,9 @@ def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: Any = None) -> Tu
 
         - ``"default"`` (or absent; ``"mrope"`` too): ω_j = base^(-2j/dim).
         - ``"linear"``: ``factor``; ω_j / factor (position interpolation).
-        - ``"dynamic"``: ``factor``, ``original_max_position_embeddings``,
-          ``seq_len`` (default: the original length). NTK-aware base
+        - ``"dynamic"``: ``factor``, ``original_max_position_embeddings``
+          (the config's ``max_position_embeddings``, which transformers uses
+          here), ``seq_len`` (default: the original length). NTK-aware base
           base·(factor·L/L_orig − factor + 1)^(dim/(dim−2)), L = max(seq_len, L_orig).
         - ``"yarn"``: ``factor``, ``original_max_position_embeddings``,
           ``beta_fast`` = 32, ``beta_slow`` = 1, ``truncate`` = True,
@@ -45,7 +46,9 @@ def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: Any = None) -> Tu
           (long factors when seq_len > L_orig).
 
         ``rope_theta`` may appear and must equal ``base``. Values of None count
-        as absent. Unknown types or keys, missing required keys and invalid
+        as absent. ``factor`` is required where transformers would fall back
+        to ``max_position_embeddings / original_max_position_embeddings``
+        (yarn; longrope without ``attention_factor``): pass that ratio. Unknown types or keys, missing required keys and invalid
         values raise ValueError naming the key.
 
     Returns
