@@ -596,6 +596,34 @@ def test_mrope(isa, interleaved, section):
     np.testing.assert_allclose(posenc.apply_rope(x, **kw), posenc.apply_rope(x, base=1e6), rtol=0, atol=1e-6)
 
 
+@given(
+    sections=st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(0, 6)).filter(lambda t: sum(t) > 0),
+    interleaved=st.booleans(),
+    seq=st.integers(0, 40),
+    batch=st.integers(1, 3),
+    dtype=st.sampled_from(FLOAT_DTYPES),
+    seq_axis=st.sampled_from([-3, -2]),
+    batch_positions=st.booleans(),
+    strided=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_mrope_matches_reference(isa, sections, interleaved, seq, batch, dtype, seq_axis, batch_positions, strided,
+                                 seed):
+    rng = np.random.default_rng(seed)
+    half = sum(sections)
+    shape = (batch, seq, 2, 2 * half) if seq_axis == -3 else (batch, 2, seq, 2 * half)
+    x = rng.uniform(-1, 1, shape).astype(dtype)
+    pos = rng.integers(0, 3000, (3, batch if batch_positions else 1, seq))
+    kw = dict(mrope_section=sections, mrope_interleaved=interleaved, seq_axis=seq_axis)
+    expected = ref.apply_rope(x, pos, **kw)
+    got = posenc.apply_rope(strided_view(x, rng) if strided else x, pos, **kw)
+    axes = ref._rope.mrope_pair_axes(sections, interleaved)
+    g = pos if batch_positions else np.broadcast_to(pos, (3, batch, seq))
+    exact = exact_rope(x, g, posenc.rope_inv_freq(2 * half)[0], seq_axis=seq_axis, pair_axis=axes)
+    check_rotation(got, x, exact, max_angle=3000)
+    check_rotation(expected, x, exact, max_angle=3000) if x.dtype != np.float32 else None
+
+
 def test_mrope_against_transformers(isa):
     torch = pytest.importorskip("torch")
     q2 = pytest.importorskip("transformers.models.qwen2_vl.modeling_qwen2_vl")
