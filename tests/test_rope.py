@@ -750,6 +750,7 @@ BAD_APPLY = [
     (lambda x: dict(x=x, mrope_section=(2, 2)), ValueError, "mrope_section"),
     (lambda x: dict(x=x, mrope_interleaved=True), ValueError, "mrope_section"),
     (lambda x: dict(x=x, mrope_section=(2, 1, 1), positions=np.zeros((2, 2, 4))), ValueError, "positions"),
+    (lambda x: dict(x=x, mrope_section=(2, 1, 1), positions=np.zeros((2, 4))), ValueError, "positions"),
     (lambda x: dict(x=x, attention_scaling=float("nan")), ValueError, "attention_scaling"),
     (lambda x: dict(x=x, base=1.0), ValueError, "base"),
 ]

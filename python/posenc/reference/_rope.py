@@ -362,7 +362,7 @@ def _plan_positions(positions: Any, offset: int, x: np.ndarray, seq_axis: int, a
     values = _checks.position_values(arr, "positions")
     lead = (axes,) if axes > 1 else ()
     expected = f"[{'axes, ' if axes > 1 else ''}seq] or [{'axes, ' if axes > 1 else ''}batch, seq]"
-    if values.ndim == len(lead) + 1:
+    if values.ndim == len(lead) + 1 and values.shape[:len(lead)] == lead:
         values = values.reshape(lead + (1,) + values.shape[-1:])
     if values.ndim != len(lead) + 2 or values.shape[:len(lead)] != lead:
         raise ValueError(f"positions must have shape {expected}, got {arr.shape}")
