@@ -82,9 +82,28 @@ def learned_cases(quick: bool) -> List[Case]:
     ]
 
 
+def rope_cases(quick: bool) -> List[Case]:
+    import posenc
+    from posenc import reference as ref
+
+    seq = 1024 if quick else 4096
+    x = np.random.default_rng(0).standard_normal((1, seq, 32, 128), dtype=np.float32)
+    d = np.random.default_rng(1).standard_normal((32, 1, 32, 128), dtype=np.float32)
+    pos = (np.arange(32) * 997 + 100)[:, None]
+    return [
+        Case(f"apply_rope {list(x.shape)} in place", "rmw", 2 * x.nbytes,
+             lambda: posenc.apply_rope(x, out=x), lambda: ref.apply_rope(x, out=x)),
+        Case(f"apply_rope {list(x.shape)} GPT-J in place", "rmw", 2 * x.nbytes,
+             lambda: posenc.apply_rope(x, interleaved=True, out=x), lambda: ref.apply_rope(x, interleaved=True, out=x)),
+        Case("apply_rope decode [32, 1, 32, 128] per-batch", "rmw", 2 * d.nbytes,
+             lambda: posenc.apply_rope(d, pos, out=d), lambda: ref.apply_rope(d, pos, out=d)),
+    ]
+
+
 # Families add their cases here.
 CASE_FACTORIES: List[Callable[[bool], List[Case]]] = [sinusoidal_cases]
 CASE_FACTORIES.append(learned_cases)
+CASE_FACTORIES.append(rope_cases)
 
 
 def run(quick: bool = False, repeat: int = 10, only: Optional[str] = None, stream=sys.stdout) -> List[dict]:

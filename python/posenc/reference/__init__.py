@@ -6,6 +6,7 @@ rounds once to the result dtype. The native kernels are tested against it.
 """
 
 from ._learned import embedding_add, embedding_grad, embedding_lookup, resize_table, resize_table_2d
+from ._rope import apply_rope, apply_rope_qk, positions_from_cu_seqlens, rope_cos_sin, rope_inv_freq
 from ._sinusoidal import (
     add_sinusoidal,
     axis_frequencies,
@@ -19,6 +20,7 @@ from ._relative import add_alibi, add_t5_bias, alibi_bias, alibi_slopes, clipped
 
 __all__ = [
     "embedding_add", "embedding_grad", "embedding_lookup", "resize_table", "resize_table_2d",
+    "apply_rope", "apply_rope_qk", "positions_from_cu_seqlens", "rope_cos_sin", "rope_inv_freq",
     "add_sinusoidal",
     "axis_frequencies",
     "concat_positional",
