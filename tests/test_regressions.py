@@ -56,3 +56,32 @@ def test_offsets_beyond_exact_float64_positions_are_refused(backend):
             posenc.add_sinusoidal(x, offset=offset)
     posenc.add_sinusoidal(x, offset=2**53 - 2)
     posenc.add_sinusoidal(x, offset=-(2**53))
+
+
+def test_huge_alibi_head_counts_are_refused_at_once(backend):
+    # Were built as Python lists: 2**40 heads grew memory for tens of seconds until the
+    # OOM killer (or the test's address-space cap) stopped it.
+    import time
+    start = time.perf_counter()
+    for heads in (2**40, 2**62, 2**63):
+        with pytest.raises((ValueError, MemoryError)):
+            posenc.alibi_slopes(heads)
+        with pytest.raises((ValueError, MemoryError)):
+            posenc.alibi_bias(heads, 2, 4)
+    assert time.perf_counter() - start < 5
+
+
+def test_alibi_slopes_still_match_the_authors_lists():
+    import math
+
+    def authors(n):  # ofirpress/attention_with_linear_biases get_slopes, verbatim in structure
+        def power_of_2(n):
+            start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+            return [start * start**i for i in range(n)]
+        if math.log2(n).is_integer():
+            return power_of_2(n)
+        closest = 2 ** math.floor(math.log2(n))
+        return power_of_2(closest) + authors(2 * closest)[0::2][: n - closest]
+
+    for n in list(range(1, 80)) + [96, 100, 255, 1000]:
+        np.testing.assert_array_equal(posenc.alibi_slopes(n, dtype=np.float64), np.array(authors(n)))

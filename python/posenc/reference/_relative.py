@@ -17,8 +17,9 @@ same input.
 
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Any, NamedTuple, Optional
+from typing import Any, Iterator, NamedTuple, Optional
 
 import numpy as np
 
@@ -359,18 +360,24 @@ def alibi_slopes_float64(num_heads: int) -> np.ndarray:
     power.
     """
 
-    def power_of_2(n: int) -> list:
+    # Generators written into a preallocated array (np.fromiter with count),
+    # the same float operations in the same order as the authors' lists: a
+    # hostile head count (2**40) is a MemoryError at once instead of a Python
+    # list growing until the OOM killer steps in.
+    def power_of_2(n: int) -> Iterator[float]:
         start = 2 ** (-(2 ** -(math.log2(n) - 3)))
         ratio = start
-        return [start * ratio**i for i in range(n)]
+        return (start * ratio**i for i in range(n))
 
-    def get_slopes(n: int) -> list:
+    def get_slopes(n: int) -> Iterator[float]:
         if math.log2(n).is_integer():
             return power_of_2(n)
         closest = 2 ** math.floor(math.log2(n))
-        return power_of_2(closest) + get_slopes(2 * closest)[0::2][: n - closest]
+        # get_slopes(2 * closest)[0::2][: n - closest]
+        return itertools.chain(power_of_2(closest), itertools.islice(get_slopes(2 * closest), 0, 2 * (n - closest), 2))
 
-    return np.array(get_slopes(num_heads), dtype=np.float64)
+    _checks.result_size((num_heads,), np.dtype(np.float64), "the slopes")
+    return np.fromiter(get_slopes(num_heads), dtype=np.float64, count=num_heads)
 
 
 def alibi_slopes(num_heads: int, dtype: Any = np.float32) -> np.ndarray:
