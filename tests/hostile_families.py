@@ -39,7 +39,7 @@ def scaling_cases(s: Spec, arg: str = "scaling") -> None:
         ("factor-str", {"type": "linear", "factor": "2"}, (TE, VE)),
         ("factor-complex", {"type": "linear", "factor": 2j}, (TE, VE)),
         ("yarn-orig-zero", {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 0}, VE),
-        ("yarn-orig-float", {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2.5}, (TE, VE)),
+        ("yarn-orig-str", {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": "4096"}, (TE, VE)),
         ("llama3-equal-factors", {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 1.0,
                                   "original_max_position_embeddings": 8192}, VE),
         ("longrope-short-wrong-length", {"type": "longrope", "short_factor": [1.0], "long_factor": [1.0],

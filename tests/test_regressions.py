@@ -85,3 +85,19 @@ def test_alibi_slopes_still_match_the_authors_lists():
 
     for n in list(range(1, 80)) + [96, 100, 255, 1000]:
         np.testing.assert_array_equal(posenc.alibi_slopes(n, dtype=np.float64), np.array(authors(n)))
+
+
+def test_rope_argument_kinds_are_named(backend):
+    x = np.ones((1, 4, 2, 8), np.float32)
+    # seq_axis=-3.0 passed `in (-3, -2)` and failed as a tuple index.
+    with pytest.raises((TypeError, ValueError), match="seq_axis"):
+        posenc.apply_rope(x, seq_axis=-3.0)
+    # RotaryEmbedding(scaling="linear") failed inside dict() with a message not naming scaling.
+    with pytest.raises(TypeError, match="scaling"):
+        posenc.RotaryEmbedding(8, scaling="linear")
+    # Found by the fuzzer: offset=-2**63-1 was accepted and the backends disagreed (positions
+    # past 2**53 are not exact in float64), as in add_sinusoidal.
+    for offset in (-(2**63) - 1, 2**63, 2**53):
+        with pytest.raises(ValueError, match="offset"):
+            posenc.apply_rope(x, offset=offset)
+    posenc.apply_rope(x, offset=2**53 - 4)

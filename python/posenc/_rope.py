@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
@@ -338,6 +339,8 @@ class RotaryEmbedding:
             raise TypeError(f"interleaved must be a bool, got {type(interleaved).__name__}")
         self.interleaved = bool(interleaved)
         self.max_positions = None if max_positions is None else _checks.integer(max_positions, "max_positions", minimum=0)
+        if scaling is not None and not isinstance(scaling, Mapping):  # dict("linear") raised an unnamed ValueError
+            raise TypeError(f"scaling must be None or a dict, got {type(scaling).__name__}")
         self.scaling: Optional[Dict[str, Any]] = None if scaling is None else dict(scaling)
         kind, _ = ref._normalise_scaling(self.scaling, self.base)
         self._seq_dependent = kind in ("dynamic", "longrope")

@@ -385,7 +385,9 @@ def _plan_apply(x: Any, positions: Any, base: Any, scaling: Any, inv_freq: Any, 
     interleaved = _flag(interleaved, "interleaved")
     inverse = _flag(inverse, "inverse")
     xa = _checks.float_array(x, name)
-    if isinstance(seq_axis, (bool, np.bool_)) or seq_axis not in (-3, -2):
+    # -3.0 == -3, so a float passed the value test and failed later as an index (a TypeError
+    # that did not name seq_axis): integers only.
+    if isinstance(seq_axis, (bool, np.bool_)) or not isinstance(seq_axis, (int, np.integer)) or seq_axis not in (-3, -2):
         raise ValueError(f"seq_axis must be -3 ([..., seq, heads, dim]) or -2 ([..., heads, seq, dim]), got {seq_axis!r}")
     needed = 3 if seq_axis == -3 else 2
     if xa.ndim < needed:
@@ -420,7 +422,7 @@ def _plan_apply(x: Any, positions: Any, base: Any, scaling: Any, inv_freq: Any, 
         freqs, scale = rope_inv_freq(rdim, base=base, scaling=scaling)
     if attention_scaling is not None:
         scale = _checks.real(attention_scaling, "attention_scaling")
-    offset = _checks.integer(offset, "offset")
+    offset = _checks.offset(offset, xa.shape[xa.ndim + seq_axis])  # positions exact in float64
     pair_axis = _plan_mrope(mrope_section, mrope_interleaved, rdim // 2)
     axes = 1 if pair_axis is None else 3
     seq_ax = xa.ndim + seq_axis
