@@ -177,6 +177,11 @@ def output(
     """
     if out is None:
         return None
+    if not isinstance(out, np.ndarray) and not _exposes_memory(out):
+        # np.asarray(list) is a new array: the results would go there and the caller's
+        # list would stay as it was.
+        raise TypeError(f"{name} must be an array that exposes its memory (a NumPy array, a CPU tensor), "
+                        f"got {type(out).__name__}")
     arr = as_array(out, name)
     if arr.dtype != dtype:
         raise TypeError(f"{name} must have dtype {dtype}, got {arr.dtype}")
@@ -198,6 +203,19 @@ def output(
         if not identical and _overlap(arr, inp):
             raise ValueError(f"{name} overlaps {inp_name} without being the same array")
     return arr
+
+
+def _exposes_memory(value: Any) -> bool:
+    """Whether np.asarray(value) can be a view of value's memory (not a fresh copy of a sequence)."""
+    if isinstance(value, (list, tuple, str, bytes, int, float, complex, bool, np.generic)):
+        return False
+    if hasattr(value, "__array_interface__") or hasattr(value, "__dlpack__") or hasattr(value, "__array__"):
+        return True
+    try:
+        memoryview(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _self_overlapping(arr: np.ndarray) -> bool:
