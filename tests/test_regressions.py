@@ -101,3 +101,33 @@ def test_rope_argument_kinds_are_named(backend):
         with pytest.raises(ValueError, match="offset"):
             posenc.apply_rope(x, offset=offset)
     posenc.apply_rope(x, offset=2**53 - 4)
+
+
+def test_out_must_expose_memory(backend):
+    # relative_positions(3, 5, out=<list of int lists>) was accepted: np.asarray(out) is a
+    # copy, the results went there, the caller's list stayed as it was.
+    out = np.zeros((3, 5), np.int64).tolist()
+    with pytest.raises(TypeError, match="out"):
+        posenc.relative_positions(3, 5, out=out)
+    with pytest.raises(TypeError, match="out"):
+        posenc.clipped_relative_positions(3, 5, 2, out=out)
+    with pytest.raises(TypeError, match="out"):
+        posenc.sinusoidal(2, 2, out=((0.0, 1.0), (0.0, 1.0)))
+    buf = bytearray(2 * 2 * 4)  # a writeable buffer is fine
+    posenc.sinusoidal(2, 2, out=np.frombuffer(buf, np.float32).reshape(2, 2))
+
+
+def test_relative_and_learned_arguments_are_named(backend):
+    # clipped_relative_positions(..., None) failed at `-None`; a huge clip's message did not name it.
+    with pytest.raises(TypeError, match="max_relative_position"):
+        posenc.clipped_relative_positions(3, 5, None)
+    with pytest.raises(ValueError, match="max_relative_position"):
+        posenc.clipped_relative_positions(3, 5, 2**63)
+    # LearnedPositionalEmbedding.add(offset=2**63) raised OverflowError from np.arange;
+    # a negative offset was reported as positions[0].
+    emb = posenc.LearnedPositionalEmbedding(8, 4, seed=0)
+    x = np.zeros((1, 3, 4), np.float32)
+    for offset in (2**63, -1, 6):
+        with pytest.raises(IndexError, match="offset"):
+            emb.add(x, offset=offset)
+    np.testing.assert_array_equal(emb.add(x, offset=5)[0], emb.weight[5:8])

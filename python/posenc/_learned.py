@@ -341,7 +341,14 @@ class LearnedPositionalEmbedding:
             xa = _checks.as_array(x, "x")
             if xa.ndim < 2:
                 raise ValueError(f"x must have shape [..., seq, dim] when positions is None, got shape {xa.shape}")
-            positions = np.arange(offset, offset + xa.shape[-2], dtype=np.int64)
+            seq = xa.shape[-2]
+            # Checked here, by name: np.arange(2**63, ...) raised OverflowError, and a bad
+            # offset was reported as a bad positions[0].
+            if seq and not 0 <= offset <= self.num_positions - seq:
+                i = 0 if offset < 0 or offset >= self.num_positions else self.num_positions - offset
+                raise IndexError(f"offset = {offset}: positions[{i}] = {offset + i} is outside the table's "
+                                 f"range [0, {self.num_positions})")
+            positions = np.arange(offset, offset + seq, dtype=np.int64)
         elif offset != 0:
             raise ValueError("give either positions or offset, not both")
         return embedding_add(x, self.weight, positions, out=out)

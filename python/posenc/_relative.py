@@ -135,6 +135,7 @@ def clipped_relative_positions(
     """
     if not _backend.use_native():
         return ref.clipped_relative_positions(q_len, k_len, max_relative_position, offset=offset, dtype=dtype, out=out)
+    _checks.integer(max_relative_position, "max_relative_position", minimum=0)  # None means "no clip" inside
     plan = ref._plan_positions(q_len, k_len, offset, max_relative_position, dtype, out)
     target = _kernel_target(plan.out, (plan.grid.q_len, plan.grid.k_len), plan.dtype)
     m = plan.clip

@@ -146,7 +146,7 @@ def _plan_positions(q_len: Any, k_len: Any, offset: Any, clip: Any, dtype: Any, 
     dt = _int_dtype(dtype)
     if clip is not None:
         clip = _checks.integer(clip, "max_relative_position", minimum=0)
-        _fits(dt, 0, 2 * clip, "clipped positions")
+        _fits(dt, 0, 2 * clip, f"max_relative_position = {clip}: clipped positions")
     elif grid.q_len and grid.k_len:
         _fits(dt, grid.first, grid.first + grid.length - 1, "relative positions")
     shape = (grid.q_len, grid.k_len)
@@ -164,6 +164,7 @@ def clipped_relative_positions(
     q_len: int, k_len: int, max_relative_position: int, *, offset: int = 0, dtype: Any = np.int64, out: Any = None
 ) -> Any:
     """Reference for :func:`posenc.clipped_relative_positions`."""
+    _checks.integer(max_relative_position, "max_relative_position", minimum=0)  # None means "no clip" inside
     plan = _plan_positions(q_len, k_len, offset, max_relative_position, dtype, out)
     m = plan.clip
     return _finish((np.clip(plan.grid.distances(), -m, m) + m).astype(plan.dtype), plan.out, out)
