@@ -55,9 +55,11 @@ template <class T>
 inline T sum_once(T x, T b) { return store<T>(load(x) + load(b)); }
 
 template <bool kContiguous, class T>
-inline void add_row(const T* __restrict x, std::int64_t xcs, const T* __restrict bias, T* out, std::int64_t ocs,
+inline void add_row(const T* x, std::int64_t xcs, const T* __restrict bias, T* out, std::int64_t ocs,
                     std::int64_t n) {
     if (kContiguous) xcs = ocs = 1;
+    // x may be out itself (in place): each element is read before it is written,
+    // so no restrict on x and out, and `omp simd` asserts that lanes are independent.
 #pragma omp simd
     for (std::int64_t j = 0; j < n; ++j) out[j * ocs] = sum_once(x[j * xcs], bias[j]);
 }
@@ -71,8 +73,7 @@ void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_
         const T* bias = reinterpret_cast<const T*>(lut_row(a, sizeof(T), b, i));
         const T* xi = x + xl.batch_offsets[b] + i * xl.row_stride;
         T* oi = out + ol.batch_offsets[b] + i * ol.row_stride;
-        // x and out are either the same memory or disjoint (the Python layer refuses
-        // partial overlap), so the loop may read and write through them freely.
+        // x and out are either the same memory or disjoint (the Python layer refuses partial overlap).
         if (contiguous) add_row<true>(xi, 1, bias, oi, 1, a.cols);
         else add_row<false>(xi, xl.col_stride, bias, oi, ol.col_stride, a.cols);
     });
