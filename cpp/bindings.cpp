@@ -27,4 +27,6 @@ PYBIND11_MODULE(_native, m) {
 
     posenc::bind::register_sinusoidal(m);
     posenc::bind::register_relative(m);
+    posenc::bind::register_learned(m);
+    posenc::bind::register_rope(m);
 }

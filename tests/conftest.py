@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from typing import Iterator, Optional
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -18,35 +19,54 @@ settings.register_profile("fuzz", max_examples=20000, deadline=None, suppress_he
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 NATIVE = _backend.native is not None
-ISAS = list(_backend.native.available_isas()) if NATIVE else []
+# POSENC_ISA=x runs the ISA-parametrised tests on that path only (CI's forced-ISA stages);
+# POSENC_BACKEND=reference runs them on the NumPy twin instead, against the same closed forms.
+_FORCED = os.environ.get("POSENC_ISA", "").strip().lower()
+if os.environ.get("POSENC_BACKEND", "").strip().lower() == "reference":
+    ISAS = ["reference"]
+else:
+    ISAS = ([_FORCED] if _FORCED else list(_backend.native.available_isas())) if NATIVE else []
 
 requires_native = pytest.mark.skipif(not NATIVE, reason="the compiled core is not available")
 
 
+@contextlib.contextmanager
+def using(backend: str, isa: Optional[str] = None) -> Iterator[None]:
+    """Run a block on ``backend`` (and, for native, on ``isa``), restoring both afterwards."""
+    previous_backend = posenc.get_backend()
+    previous_isa = _backend.native.active_isa() if NATIVE else None
+    posenc.set_backend(backend)
+    if isa is not None:
+        _backend.native.select_isa(isa)
+    try:
+        yield
+    finally:
+        if previous_isa is not None:
+            _backend.native.select_isa(previous_isa)
+        posenc.set_backend(previous_backend)
+
+
 @pytest.fixture(params=ISAS or [pytest.param(None, marks=pytest.mark.skip(reason="no compiled core"))])
 def isa(request):
-    """Run the test once per ISA this CPU supports, forcing the native backend."""
-    previous_backend = posenc.get_backend()
-    previous_isa = _backend.native.active_isa()
-    posenc.set_backend("native")
-    _backend.native.select_isa(request.param)
-    try:
-        yield request.param
-    finally:
-        _backend.native.select_isa(previous_isa)
-        posenc.set_backend(previous_backend)
+    """Run the test once per ISA this CPU supports on the native backend (or on the reference, see above)."""
+    if request.param == "reference":
+        with using("reference"):
+            yield request.param
+    else:
+        with using("native", request.param):
+            yield request.param
+
+
+@pytest.fixture
+def native_backend():
+    """Force the native backend (skips without the compiled core)."""
+    if not NATIVE:
+        pytest.skip("the compiled core is not available")
+    with using("native"):
+        yield
 
 
 @pytest.fixture
 def reference_backend():
-    previous = posenc.get_backend()
-    posenc.set_backend("reference")
-    try:
+    with using("reference"):
         yield
-    finally:
-        posenc.set_backend(previous)
-
-
-def ulp_tolerance(dtype) -> float:
-    """Half an ulp of 1 in ``dtype`` plus float64 slack: the budget of one rounding of a value ≤ 1."""
-    return float(np.finfo(dtype).eps) / 2 if np.dtype(dtype) != np.float64 else 0.0

@@ -34,7 +34,7 @@ def _initial() -> str:
     requested = os.environ.get("POSENC_BACKEND", "").strip().lower() or "native"
     if requested not in BACKENDS:
         raise ValueError(f"POSENC_BACKEND must be one of {BACKENDS}, got {requested!r}")
-    if requested == "native" and native is None:
+    if native is None:
         warnings.warn(
             f"posenc: the compiled core could not be imported ({_import_error}); "
             "using the slower NumPy reference backend",

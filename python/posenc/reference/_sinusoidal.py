@@ -7,6 +7,7 @@ uses the same ones, so both backends accept and refuse exactly the same input.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple, Optional, Tuple
 
@@ -24,17 +25,31 @@ def sinusoidal_frequencies(dim: int, base: float = 10000.0, freq_rule: str = "va
     tutorial). ``"t2t"``: ω_i = exp(-i·ln(base)/(dim/2 - 1)) (tensor2tensor's
     ``get_timing_signal_1d`` and fairseq's ``SinusoidalPositionalEmbedding``),
     whose last frequency is exactly 1/base; it needs dim >= 4.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> [float(w) for w in posenc.sinusoidal_frequencies(8)]
+    [1.0, 0.1, 0.01, 0.001]
     """
     dim = _checks.even_dim(dim)
-    base = _checks.base(base)
-    freq_rule = _checks.choice(freq_rule, "freq_rule", FREQ_RULES)
+    rule = _checks.choice(freq_rule, "freq_rule", FREQ_RULES)
+    return _frequencies(dim, _checks.base(base), rule).copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _frequencies(dim: int, base: float, freq_rule: str) -> np.ndarray:
+    """sinusoidal_frequencies on validated arguments; cached, read-only (calls share it)."""
     half = dim // 2
     i = np.arange(half, dtype=np.float64)
     if freq_rule == "vaswani":
-        return base ** (-2.0 * i / dim)
-    if half < 2:
-        raise ValueError(f"freq_rule='t2t' needs dim >= 4 (it divides by dim/2 - 1), got dim={dim}")
-    return np.exp(-i * (math.log(base) / (half - 1)))
+        w = base ** (-2.0 * i / dim)
+    else:
+        if half < 2:
+            raise ValueError(f"freq_rule='t2t' needs dim >= 4 (it divides by dim/2 - 1), got dim={dim}")
+        w = np.exp(-i * (math.log(base) / (half - 1)))
+    w.flags.writeable = False
+    return w
 
 
 def axis_frequencies(dim: int, axes: int, base: float) -> Tuple[np.ndarray, int]:
@@ -82,7 +97,7 @@ def _plan_table(positions: Any, dim: Any, base: Any, interleaved: Any, freq_rule
     dt = _checks.float_dtype(dtype)
     shape = (n, dim)
     _checks.result_size(shape, dt, "the table")
-    inv_freq = sinusoidal_frequencies(dim, base, freq_rule)
+    inv_freq = _frequencies(dim, _checks.base(base), _checks.choice(freq_rule, "freq_rule", FREQ_RULES))
     return TablePlan(pos, n, inv_freq, dt, _checks.output(out, shape, dt))
 
 
@@ -119,7 +134,7 @@ def _plan_add(x: Any, offset: Any, positions: Any, base: Any, interleaved: Any, 
     if xa.ndim < 2:
         raise ValueError(f"x must have shape [..., seq, dim], got shape {xa.shape}")
     seq, dim = xa.shape[-2], xa.shape[-1]
-    inv_freq = sinusoidal_frequencies(_checks.even_dim(dim, "x.shape[-1]"), base)
+    inv_freq = _frequencies(_checks.even_dim(dim, "x.shape[-1]"), _checks.base(base), "vaswani")
     offset = _checks.integer(offset, "offset")
     pos = None
     if positions is not None:

@@ -1,0 +1,143 @@
+"""Package plumbing: ISA selection, backends, threads, fork safety, the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import posenc
+from posenc import _backend
+
+from conftest import requires_native
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    inherited = {k: v for k, v in os.environ.items() if k not in ("POSENC_BACKEND", "POSENC_ISA")}
+    full_env = {**inherited, **env}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env=full_env, timeout=120)
+
+
+def test_info_describes_the_runtime():
+    info = posenc.info()
+    assert info["version"] == posenc.__version__
+    assert info["backend"] in ("native", "reference")
+    if info["native"]:
+        assert info["isa"] in info["isas_available"]
+        assert info["isas_available"][0] == "baseline"
+        assert info["threads"] >= 1
+
+
+@requires_native
+def test_isa_forcing_each_available_path():
+    for isa in _backend.native.available_isas():
+        r = run_python("import posenc; print(posenc.info()['isa'])", POSENC_ISA=isa)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == isa
+
+
+@requires_native
+def test_isa_forcing_refuses_what_the_cpu_lacks():
+    missing = [isa for isa in ("avx2", "avx512") if isa not in _backend.native.available_isas()]
+    for isa in missing:
+        r = run_python("import posenc", POSENC_ISA=isa)
+        assert r.returncode != 0
+        assert "not supported by this CPU" in r.stderr
+    r = run_python("import posenc", POSENC_ISA="sse9")
+    assert r.returncode != 0 and "POSENC_ISA must be one of" in r.stderr
+
+
+def test_missing_core_falls_back_with_one_warning():
+    r = run_python(
+        """
+        import sys, warnings
+        sys.modules["posenc._native"] = None  # makes the import fail
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import posenc
+        print(posenc.get_backend(), sum("reference backend" in str(w.message) for w in caught))
+        print(posenc.sinusoidal(3, 4).shape)
+        try:
+            posenc.set_backend("native")
+        except RuntimeError as e:
+            print("refused")
+        """
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["reference", "1", "(3,", "4)", "refused"]
+
+
+def test_backend_selection():
+    previous = posenc.get_backend()
+    try:
+        posenc.set_backend("reference")
+        assert posenc.get_backend() == "reference"
+        with pytest.raises(ValueError, match="backend"):
+            posenc.set_backend("cuda")
+    finally:
+        posenc.set_backend(previous)
+    r = run_python("import posenc; print(posenc.get_backend())", POSENC_BACKEND="reference")
+    assert r.stdout.strip() == "reference"
+    r = run_python("import posenc", POSENC_BACKEND="gpu")
+    assert r.returncode != 0 and "POSENC_BACKEND" in r.stderr
+
+
+def test_thread_controls(native_backend):
+    try:
+        posenc.set_num_threads(1)
+        assert posenc.get_num_threads() == 1
+        posenc.set_num_threads(3)
+        assert posenc.get_num_threads() == 3
+    finally:
+        posenc.set_num_threads(None)
+    for bad, exc in [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)]:
+        with pytest.raises(exc):
+            posenc.set_num_threads(bad)
+    r = run_python("import posenc; print(posenc.get_num_threads())", OMP_NUM_THREADS="1")
+    assert r.stdout.strip() == "1"
+
+
+def test_threadpoolctl_limits_posenc(native_backend):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    if not _backend.native.have_openmp():
+        pytest.skip("built without OpenMP")
+    before = posenc.get_num_threads()
+    with threadpoolctl.threadpool_limits(limits=1, user_api="openmp"):
+        assert posenc.get_num_threads() == 1
+    assert posenc.get_num_threads() == before
+
+
+@requires_native
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_fork_after_parallel_call_does_not_hang():
+    r = run_python(
+        """
+        import os, posenc
+        posenc.sinusoidal(20000, 256)  # starts the OpenMP pool
+        pid = os.fork()
+        if pid == 0:
+            t = posenc.sinusoidal(20000, 256)
+            os._exit(0 if t.shape == (20000, 256) else 1)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        """
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "0"
+
+
+def test_command_line_info_and_table(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "posenc", "info"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["version"] == posenc.__version__
+    target = tmp_path / "pe.npy"
+    r = subprocess.run([sys.executable, "-m", "posenc", "table", "sinusoidal", "--length", "16", "--dim", "8",
+                        "-o", str(target)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(target), posenc.reference.sinusoidal(16, 8))
