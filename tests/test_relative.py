@@ -460,7 +460,8 @@ def test_alibi_bias_matches_reference(isa, heads, q, k, offset, symmetric, dtype
     d = np.arange(k)[None, :] - (offset + np.arange(q)[:, None])
     exact = s[:, None, None] * (-np.abs(d) if symmetric else d)
     if np.dtype(dtype) != posenc._checks.BFLOAT16:
-        same_bits(got, exact.astype(dtype))
+        with np.errstate(over="ignore"):  # float16 overflows to inf at large offsets, as posenc does
+            same_bits(got, exact.astype(dtype))
     else:
         np.testing.assert_allclose(got.astype(np.float64), exact, rtol=2.0**-8, atol=0)
 
