@@ -47,9 +47,10 @@ def round_once(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     proved algorithms using rounding to odd", 2008).
     """
     dtype = np.dtype(dtype)
-    if dtype != _checks.BFLOAT16:
-        return values.astype(dtype)
-    f = values.astype(np.float32)
+    with np.errstate(over="ignore"):  # past the dtype's range is ±inf, as the kernels give it
+        if dtype != _checks.BFLOAT16:
+            return values.astype(dtype)
+        f = values.astype(np.float32)
     wide = f.astype(np.float64)
     with np.errstate(invalid="ignore"):
         inexact = (wide != values) & ~np.isnan(values)
@@ -309,7 +310,7 @@ def t5_bias(table: Any, q_len: int, k_len: int, *, offset: int = 0, bidirectiona
     """Reference for :func:`posenc.t5_bias`."""
     plan = _plan_t5_bias(table, q_len, k_len, offset, bidirectional, max_distance, out)
     buckets = t5_bucket_values(plan.grid.distances(), plan.t5)
-    return _finish(np.moveaxis(plan.table[buckets], -1, 0), plan.out, out)
+    return _finish(np.ascontiguousarray(np.moveaxis(plan.table[buckets], -1, 0)), plan.out, out)
 
 
 class AddPlan(NamedTuple):
