@@ -42,6 +42,8 @@ EXAMPLES = int(os.environ.get("POSENC_FUZZ_EXAMPLES", "25"))
 DOCUMENTED = (ValueError, TypeError, IndexError, MemoryError)
 # Plumbing has no reference twin to compare against; everything else is fuzzed.
 SKIP = {"set_backend", "get_backend", "set_num_threads", "get_num_threads", "info"}
+# Calls whose result is random by design: only the outcome (result or exception type) is compared.
+RANDOM_RESULT = {"LearnedPositionalEmbedding": lambda kw: kw.get("seed") is None}
 FUZZED = sorted(n for n in posenc.__all__ if n not in NOT_CALLABLE and n not in SKIP)
 
 EDGE_INTS = [-(2**63) - 1, -(2**63), -(2**31), -2, -1, 0, 1, 2, 3, 4, 7, 8, 31, 32, 128,
@@ -173,7 +175,7 @@ def test_native_agrees_with_reference(name: str) -> None:
         assert native[0] == ref[0], f"native {native[0]} {native[1]!r} but reference {ref[0]} {ref[1]!r}"
         if native[0] == "raised":
             assert type(native[1]) is type(ref[1]), f"native raised {native[1]!r}, reference {ref[1]!r}"
-        else:
+        elif not RANDOM_RESULT.get(name, lambda kw: False)(kwargs):
             assert_same(native[1], ref[1])
 
     run()
