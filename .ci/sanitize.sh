@@ -12,6 +12,9 @@
 # - CPython keeps interned objects alive until exit: leak detection is off.
 # - A huge request (the hostile-size cases) must come back as NULL, i.e. a
 #   MemoryError, as from glibc: allocator_may_return_null=1.
+# - pytest must capture at the Python level only (--capture=sys): a sanitizer
+#   report goes to fd 2 and the process exits at once, so fd-level capture
+#   would swallow it and the run would just stop.
 # - Build tools (cmake, ninja, the compiler) must not run under the preload,
 #   so the extension is built and installed first (not editable: an editable
 #   install would rebuild at import, under the preload) and only pytest runs
@@ -48,5 +51,5 @@ env LD_PRELOAD="$asan:$cxx" \
     ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:abort_on_error=1:strict_init_order=1:detect_stack_use_after_return=0 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     POSENC_SANITIZED=1 HYPOTHESIS_PROFILE=default \
-    "$OLDPWD/$venv/bin/python" -m pytest -q -p no:cacheprovider -p no:warnings "$tests" "$@"
+    "$OLDPWD/$venv/bin/python" -m pytest -q -p no:cacheprovider -p no:warnings --capture=sys "$tests" "$@"
 echo "sanitizer tests: $((SECONDS - start)) s in total"

@@ -332,6 +332,8 @@ class Spec:
             self.raises(f"{arg}-float-integral", TypeError, arg, **{arg: good.astype(np.float32)})
         else:
             self.same(f"{arg}-float", clean={arg: good.astype(np.float64)}, **{arg: good.astype(np.float32)})
+            self.same(f"{arg}-misaligned-float64", clean={arg: good.astype(np.float64)},
+                      **{arg: misaligned(good.astype(np.float64))})
             if finite:
                 for id, bad in [("nan", np.nan), ("inf", np.inf), ("minus-inf", -np.inf)]:
                     v = good.astype(np.float64)

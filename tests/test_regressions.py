@@ -131,3 +131,24 @@ def test_relative_and_learned_arguments_are_named(backend):
         with pytest.raises(IndexError, match="offset"):
             emb.add(x, offset=offset)
     np.testing.assert_array_equal(emb.add(x, offset=5)[0], emb.weight[5:8])
+
+
+def test_misaligned_index_and_float64_vectors(backend):
+    # UBSan (the sanitizer job): embedding_add with int64 positions from np.frombuffer at an
+    # odd offset loaded int64 from a misaligned address in the bindings; np.ascontiguousarray
+    # keeps such a view as it is. The same held for float64 positions, slopes and inv_freq.
+    from hostile import misaligned
+    x = np.ones((2, 3, 4), np.float32)
+    table = np.arange(28, dtype=np.float32).reshape(7, 4)
+    pos = misaligned(np.array([0, 6, 2]))
+    np.testing.assert_array_equal(posenc.embedding_add(x, table, pos), x + table[[0, 6, 2]])
+    np.testing.assert_array_equal(posenc.embedding_lookup(table, pos), table[[0, 6, 2]])
+    p = misaligned(np.array([0.0, 3.5, 1.0]))
+    np.testing.assert_allclose(posenc.sinusoidal(p, 4), posenc.reference.sinusoidal(np.array(p), 4), atol=1e-6)
+    s = misaligned(np.array([0.5, 0.25]))
+    np.testing.assert_array_equal(posenc.alibi_bias(2, 2, 3, slopes=s),
+                                  posenc.reference.alibi_bias(2, 2, 3, slopes=np.array(s)))
+    f = misaligned(np.array([1.0, 0.5]))
+    xr = np.ones((1, 3, 2, 4), np.float32)
+    np.testing.assert_allclose(posenc.apply_rope(xr, inv_freq=f),
+                               posenc.reference.apply_rope(xr, inv_freq=np.array(f)), atol=1e-6)

@@ -38,8 +38,9 @@ std::int64_t element_stride(const py::array& a, py::ssize_t axis, const char* na
 }
 
 const double* float64_vector(const py::array& a, std::int64_t n, const char* name) {
+    // Aligned too: a misaligned view (np.frombuffer at an odd offset) is C-contiguous.
     if (!a.dtype().is(py::dtype::of<double>()) || a.ndim() != 1 || a.shape(0) != n ||
-        !(a.flags() & py::array::c_style))
+        !(a.flags() & py::array::c_style) || reinterpret_cast<std::uintptr_t>(a.data()) % alignof(double) != 0)
         throw std::invalid_argument(std::string(name) + " must be a contiguous float64 vector of length " +
                                     std::to_string(n) + ", got shape " + shape_of(a));
     return static_cast<const double*>(a.data());

@@ -15,8 +15,9 @@ namespace {
 // A contiguous int64 vector whose every value lies in [0, num_positions).
 const std::int64_t* checked_positions(const py::array& positions, std::int64_t num_positions) {
     if (!positions.dtype().is(py::dtype::of<std::int64_t>()) || positions.ndim() != 1 ||
-        !(positions.flags() & py::array::c_style))
-        throw std::invalid_argument("positions must be a contiguous int64 vector");
+        !(positions.flags() & py::array::c_style) ||
+        reinterpret_cast<std::uintptr_t>(positions.data()) % alignof(std::int64_t) != 0)
+        throw std::invalid_argument("positions must be an aligned, contiguous int64 vector");
     const auto* p = static_cast<const std::int64_t*>(positions.data());
     for (py::ssize_t i = 0; i < positions.shape(0); ++i)
         if (p[i] < 0 || p[i] >= num_positions)

@@ -148,7 +148,7 @@ def position_values(arr: np.ndarray, name: str = "positions") -> np.ndarray:
     is_float = arr.dtype.newbyteorder("=") in FLOAT_DTYPES
     if arr.dtype.kind not in "iu" and not is_float:
         raise TypeError(f"{name} must hold integers or floats, got dtype {arr.dtype}")
-    values = np.ascontiguousarray(arr, dtype=np.float64)
+    values = np.require(arr, np.float64, ["C", "A"])  # aligned: the kernels load doubles from it
     if values.size and not np.isfinite(values).all():
         raise ValueError(f"{name} must be finite (found NaN or infinity)")
     return values

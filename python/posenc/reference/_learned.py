@@ -51,7 +51,9 @@ def check_range(positions: np.ndarray, num_positions: int, name: str = "position
 
 def flat_positions(positions: np.ndarray) -> np.ndarray:
     """Validated positions as the contiguous int64 vector the kernels take."""
-    return np.ascontiguousarray(positions, dtype=np.int64).reshape(-1)
+    # "A": aligned too. ascontiguousarray keeps a misaligned int64 view (np.frombuffer at an
+    # odd offset) as it is, and the kernels then loaded int64 from a misaligned address (UBSan).
+    return np.require(positions, np.int64, ["C", "A"]).reshape(-1)
 
 
 def table_array(value: Any, name: str = "table", ndim: int = 2) -> np.ndarray:

@@ -396,7 +396,7 @@ def _slopes(slopes: Any, heads: Optional[int]) -> np.ndarray:
     arr = _checks.as_array(slopes, "slopes")
     if arr.dtype.kind not in "iuf" and arr.dtype != _checks.BFLOAT16:
         raise TypeError(f"slopes must be real numbers, got dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    arr = np.require(arr, np.float64, ["C", "A"])  # aligned: the kernels load doubles
     if arr.ndim != 1:
         raise ValueError(f"slopes must be a 1-D array [heads], got shape {arr.shape}")
     if heads is not None and arr.shape[0] != heads:

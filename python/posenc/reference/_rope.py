@@ -411,7 +411,7 @@ def _plan_apply(x: Any, positions: Any, base: Any, scaling: Any, inv_freq: Any, 
         if freqs.dtype.kind not in "fiu" or freqs.shape != (rdim // 2,):
             raise ValueError(f"inv_freq must be a real vector of rotary_dim/2 = {rdim // 2} entries, got "
                              f"shape {freqs.shape} and dtype {freqs.dtype}")
-        freqs = np.ascontiguousarray(freqs, dtype=np.float64)
+        freqs = np.require(freqs, np.float64, ["C", "A"])  # aligned: the kernels load doubles
         if not np.isfinite(freqs).all():
             raise ValueError("inv_freq must be finite")
         _checks.base(base)
