@@ -271,9 +271,10 @@ def _reference_api() -> Any:
 @pytest.mark.parametrize("backend_name", BACKENDS)
 @pytest.mark.parametrize("case", CASES)
 def test_hostile(case: Case, backend_name: str) -> None:
-    if not case.id.endswith("-no-cases"):
-        # Fresh arrays for every run: an in-place case must not see another run's writes.
-        case = next(c for c in SPECS[case.func]().cases if c.id == case.id)
+    if case.id.endswith("-no-cases"):
+        pytest.fail(f"posenc.{case.func} is public but has no hostile-input spec: add one to SPECS")
+    # Fresh arrays for every run: an in-place case must not see another run's writes.
+    case = next(c for c in SPECS[case.func]().cases if c.id == case.id)
     with backend(backend_name):
         expect = case.expect
         if isinstance(expect, Raises):
@@ -314,3 +315,21 @@ def test_case_count_is_reported(capsys):
     """Not a check: prints the size of the table (in the -s/-rA output and CI logs)."""
     with capsys.disabled():
         print(f"\n[hostile] {len(CASES)} cases x {len(BACKENDS)} backends = {len(CASES) * len(BACKENDS)} runs")
+
+
+def test_a_public_function_without_cases_fails_the_suite():
+    """Add a function to posenc.__all__ without a spec (in a subprocess): the table must fail."""
+    import os
+    import subprocess
+    import sys
+    code = (
+        "import sys, pytest, posenc\n"
+        "posenc.brand_new_kernel = lambda x: x\n"
+        "posenc.__all__.append('brand_new_kernel')\n"
+        "sys.exit(pytest.main(['-q', '-p', 'no:warnings', '-p', 'no:cacheprovider', 'test_arguments.py',\n"
+        "                      '-k', 'brand_new or every_public']))\n"
+    )
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0, r.stdout
+    assert "brand_new_kernel-no-cases" in r.stdout and "3 failed" in r.stdout, r.stdout[-2000:]
