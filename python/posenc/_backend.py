@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import os
 import warnings
-from types import ModuleType
 from typing import Optional
+
+__all__ = ["BACKENDS", "get_backend", "native", "set_backend", "use_native"]
 
 BACKENDS = ("native", "reference")
 
-native: Optional[ModuleType]
 try:
     from . import _native as native
     _import_error: Optional[BaseException] = None
 except ImportError as exc:  # pragma: no cover - exercised by a test in a subprocess
-    native = None
+    # Typed as the module on purpose: kernels are reached only when
+    # use_native() is True, which a failed import rules out for good, so the
+    # call sites need no None checks; code that must know tests `native is None`.
+    native = None  # type: ignore[assignment]
     _import_error = exc
 
 if native is not None:

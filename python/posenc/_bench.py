@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, TextIO
 
 import numpy as np
 
 
 class Case(NamedTuple):
+    """One timed operation. Families append factories ``quick -> [Case, ...]`` to CASE_FACTORIES."""
+
     name: str
     ceiling: str  # "fill", "rmw" or "alloc"
     nbytes: int  # bytes the operation moves
     native: Callable[[], object]
     reference: Callable[[], object]
+    torch: Optional[Callable[[], object]] = None  # the same operation in PyTorch, when installed
 
 
 def best_time(fn: Callable[[], object], repeat: int, budget: float = 2.0) -> float:
@@ -48,6 +51,15 @@ def ceilings(nbytes: int, repeat: int) -> Dict[str, float]:
     }
 
 
+def _torch() -> Any:
+    """PyTorch, when installed (the optional third column), else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
 def sinusoidal_cases(quick: bool) -> List[Case]:
     import posenc
     from posenc import reference as ref
@@ -55,11 +67,33 @@ def sinusoidal_cases(quick: bool) -> List[Case]:
     n, dim = (2048, 512) if quick else (8192, 1024)
     table = np.empty((n, dim), np.float32)
     x = np.random.default_rng(0).standard_normal((4, n // 2, dim), dtype=np.float32)
+    torch = _torch()
+    torch_table: Optional[Callable[[], object]] = None
+    torch_add: Optional[Callable[[], object]] = None
+    if torch is not None:
+        table_t, x_t = torch.from_numpy(table), torch.from_numpy(x)
+
+        def torch_pe() -> Any:  # the PyTorch tutorial's formula, in float32
+            pos = torch.arange(n, dtype=torch.float32)[:, None]
+            div = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-np.log(10000.0) / dim))
+            pe = torch.empty(n, dim)
+            pe[:, 0::2] = torch.sin(pos * div)
+            pe[:, 1::2] = torch.cos(pos * div)
+            return pe
+
+        def fill_table() -> object:
+            return table_t.copy_(torch_pe())
+
+        def add_table() -> object:
+            return x_t.add_(torch_pe()[: x.shape[1]])
+
+        torch_table, torch_add = fill_table, add_table
+
     return [
         Case(f"sinusoidal [{n}, {dim}] out=", "fill", table.nbytes,
-             lambda: posenc.sinusoidal(n, dim, out=table), lambda: ref.sinusoidal(n, dim, out=table)),
+             lambda: posenc.sinusoidal(n, dim, out=table), lambda: ref.sinusoidal(n, dim, out=table), torch_table),
         Case(f"add_sinusoidal {list(x.shape)} in place", "rmw", 2 * x.nbytes,
-             lambda: posenc.add_sinusoidal(x, out=x), lambda: ref.add_sinusoidal(x, out=x)),
+             lambda: posenc.add_sinusoidal(x, out=x), lambda: ref.add_sinusoidal(x, out=x), torch_add),
     ]
 
 
@@ -67,23 +101,68 @@ def sinusoidal_cases(quick: bool) -> List[Case]:
 CASE_FACTORIES: List[Callable[[bool], List[Case]]] = [sinusoidal_cases]
 
 
-def run(quick: bool = False, repeat: int = 10, only: Optional[str] = None, stream=sys.stdout) -> List[dict]:
+class _Progress:
+    """A one-line status on stderr while a case runs (only when stderr is a terminal)."""
+
+    def __init__(self, total: int, enabled: Optional[bool] = None) -> None:
+        self.total, self.start = total, time.perf_counter()
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+
+    def show(self, index: int, name: str, phase: str) -> None:
+        if self.enabled:
+            elapsed = time.perf_counter() - self.start
+            line = f"[{index}/{self.total}] {name}: {phase}  ({elapsed:.0f}s)"
+            print(f"\r{line[:100]:100s}", end="", file=sys.stderr, flush=True)
+
+    def clear(self) -> None:
+        if self.enabled:
+            print(f"\r{'':100s}\r", end="", file=sys.stderr, flush=True)
+
+
+def run(
+    quick: bool = False,
+    repeat: int = 10,
+    only: Optional[str] = None,
+    stream: TextIO = sys.stdout,
+    progress: Optional[bool] = None,
+    torch: bool = True,
+) -> List[Dict[str, Any]]:
+    """Time every case; print one row per case to ``stream``; return the rows as dicts.
+
+    Columns: milliseconds of posenc (native backend), the NumPy reference and
+    PyTorch (``-`` when not installed or the case has no PyTorch twin), the
+    speed-up over the reference, posenc's throughput in GB/s and its share of
+    the memory ceiling that bounds the operation.
+    """
     import posenc
 
     info = posenc.info()
-    print(f"posenc {info['version']}  backend={info['backend']}  isa={info['isa']}  threads={info['threads']}", file=stream)
+    torch_mod = _torch() if torch else None
+    torch_note = f"torch={torch_mod.__version__} ({torch_mod.get_num_threads()} threads)" if torch_mod else "torch=absent"
+    print(f"posenc {info['version']}  backend={info['backend']}  isa={info['isa']}  threads={info['threads']}  "
+          f"{torch_note}", file=stream)
     cases = [c for factory in CASE_FACTORIES for c in factory(quick) if only is None or only in c.name]
-    results = []
-    print(f"{'case':44s} {'native ms':>10s} {'ref ms':>10s} {'speedup':>8s} {'GB/s':>7s} {'ceiling':>14s}", file=stream)
+    results: List[Dict[str, Any]] = []
+    width = max([44] + [len(c.name) for c in cases])
+    print(f"{'case':{width}s} {'posenc ms':>10s} {'ref ms':>10s} {'torch ms':>9s} {'vs ref':>7s} "
+          f"{'GB/s':>6s} {'of ceiling':>16s}", file=stream)
+    bar = _Progress(len(cases), progress)
     for i, case in enumerate(cases, 1):
-        print(f"[{i}/{len(cases)}] {case.name}...", end="\r", file=stream, flush=True)
+        bar.show(i, case.name, "memory ceiling")
         ceiling = ceilings(case.nbytes if case.ceiling != "rmw" else case.nbytes // 2, repeat)[case.ceiling]
+        bar.show(i, case.name, "posenc")
         t_native = best_time(case.native, repeat)
+        bar.show(i, case.name, "reference")
         t_ref = best_time(case.reference, max(2, repeat // 4))
+        t_torch = None
+        if torch_mod is not None and case.torch is not None:
+            bar.show(i, case.name, "torch")
+            t_torch = best_time(case.torch, repeat)
+        bar.clear()
         rate = case.nbytes / t_native
-        row = dict(case=case.name, native_s=t_native, reference_s=t_ref, bytes_per_s=rate,
-                   ceiling=case.ceiling, ceiling_bytes_per_s=ceiling)
-        results.append(row)
-        print(f"{case.name:44s} {t_native * 1e3:10.3f} {t_ref * 1e3:10.3f} {t_ref / t_native:7.1f}x "
-              f"{rate / 1e9:7.1f} {rate / ceiling:6.0%} of {case.ceiling:5s}", file=stream)
+        results.append(dict(case=case.name, native_s=t_native, reference_s=t_ref, torch_s=t_torch,
+                            bytes_per_s=rate, ceiling=case.ceiling, ceiling_bytes_per_s=ceiling))
+        torch_ms = f"{t_torch * 1e3:9.3f}" if t_torch is not None else f"{'-':>9s}"
+        print(f"{case.name:{width}s} {t_native * 1e3:10.3f} {t_ref * 1e3:10.3f} {torch_ms} {t_ref / t_native:6.1f}x "
+              f"{rate / 1e9:6.1f} {rate / ceiling:6.0%} of {case.ceiling:5s}", file=stream, flush=True)
     return results

@@ -84,7 +84,8 @@ def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
     if dt.newbyteorder("=") not in FLOAT_DTYPES or dt.byteorder not in "=|" + _native_order():
         supported = ", ".join(str(d) for d in FLOAT_DTYPES)
         raise TypeError(f"{name} must be one of {supported}, got {dt}")
-    return dt.newbyteorder("=")
+    result: np.dtype = dt.newbyteorder("=")
+    return result
 
 
 def _native_order() -> str:
@@ -184,7 +185,8 @@ def output(
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
     try:
-        return bool(np.shares_memory(a, b, max_work=10**6))
+        # NumPy documents any positive max_work; its stubs list only -1 and 0.
+        return bool(np.shares_memory(a, b, max_work=10**6))  # type: ignore[arg-type]
     except Exception:  # TooHardError: too costly to prove disjoint, so refuse
         return True
 

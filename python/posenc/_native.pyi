@@ -1,0 +1,40 @@
+"""Type stubs for posenc's compiled module ``posenc._native`` (internal).
+
+Every function here is thin glue around one kernel: it checks shapes, dtypes
+and strides (so a kernel never reads or writes out of bounds), releases the
+GIL and runs. Arguments arrive already normalised by the public Python API:
+positions and frequencies as C-contiguous float64 vectors, outputs allocated
+with the exact shape and dtype. ``tests/test_ecosystem.py`` checks that this
+file names every function of the built module with the same parameters.
+"""
+
+from typing import Any, List, Optional
+
+from numpy.typing import NDArray
+
+_Array = NDArray[Any]
+
+__version__: str
+
+# Dispatch, threads, fork safety.
+def active_isa() -> str: ...
+def available_isas() -> List[str]: ...
+def select_isa(name: str) -> None: ...
+def set_num_threads(n: int) -> None: ...
+def get_num_threads() -> int: ...
+def have_openmp() -> bool: ...
+def after_fork_in_child() -> None: ...
+
+# Sinusoidal.
+def sinusoidal_table(
+    out: _Array, positions: Optional[_Array], start: float, inv_freq: _Array, interleaved: bool
+) -> None: ...
+def add_sinusoidal(
+    x: _Array,
+    out: _Array,
+    positions: Optional[_Array],
+    start: float,
+    inv_freq: _Array,
+    interleaved: bool,
+    scale: float,
+) -> None: ...
