@@ -104,7 +104,25 @@ def as_array(value: Any, name: str) -> np.ndarray:
     try:
         return np.asarray(value)
     except Exception as exc:  # noqa: BLE001 - re-raised with the argument's name
+        view = _torch_bfloat16(value)
+        if view is not None:
+            return view
         raise TypeError(f"{name} must be array-like, got {type(value).__name__}: {exc}") from None
+
+
+def _torch_bfloat16(value: Any) -> Optional[np.ndarray]:
+    """A CPU ``torch.bfloat16`` tensor as an ml_dtypes bfloat16 view of its memory (no copy).
+
+    Neither NumPy's ``__array__`` path nor its DLPack import knows bfloat16;
+    the tensor's bits are read as int16 and reinterpreted.
+    """
+    if BFLOAT16 is None or type(value).__module__.split(".")[0] != "torch":
+        return None
+    import torch
+
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.bfloat16 or value.device.type != "cpu":
+        return None
+    return np.asarray(value.detach().view(torch.int16).numpy()).view(BFLOAT16)
 
 
 def float_array(value: Any, name: str) -> np.ndarray:
@@ -198,3 +216,27 @@ def aligned(arr: np.ndarray) -> bool:
     float types posenc handles the alignment equals the itemsize.
     """
     return bool(arr.flags.aligned)
+
+
+def round_once(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """float64 ``values`` rounded to ``dtype`` once, to nearest even (what the kernels' store does).
+
+    NumPy rounds float64 to float32 and float16 directly. ml_dtypes rounds
+    float64 to bfloat16 through float32, which can round twice (1 + 2^-8 +
+    2^-30 becomes 1, not 1 + 2^-7). So bfloat16 goes through float32 rounded
+    *to odd* (truncate, then set the last bit if anything was dropped), after
+    which one round-to-nearest to bfloat16 is exact (Boldo & Melquiond,
+    "Emulation of FMA and correctly rounded sums: proved algorithms using
+    rounding to odd", 2008). Only the reference backend uses this.
+    """
+    dtype = np.dtype(dtype)
+    if dtype != BFLOAT16:
+        return values.astype(dtype)
+    f = values.astype(np.float32)
+    wide = f.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        inexact = (wide != values) & ~np.isnan(values)
+        over = inexact & (np.abs(wide) > np.abs(values))
+    f[over] = np.nextafter(f[over], np.float32(0))
+    f.view(np.uint32)[inexact] |= np.uint32(1)
+    return f.astype(dtype)
