@@ -24,6 +24,7 @@ napoleon_numpy_docstring = True
 napoleon_use_rtype = False
 autodoc_typehints = "none"  # the docstrings state shapes and dtypes; signatures show the defaults
 autodoc_member_order = "bysource"
+autodoc_preserve_defaults = True  # show `np.float32`, not "<class ...>"
 myst_heading_anchors = 3
 html_theme = "alabaster"
 html_title = f"posenc {release}"

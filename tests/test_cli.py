@@ -116,22 +116,21 @@ def test_compare_prints_a_table_and_json():
     assert "| triangle waves |" in md and "|---|" in md
 
 
-def test_plot_writes_pngs(tmp_path):
+def test_plot_writes_pngs(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     written: List[Path] = []
     for kind in ("sinusoidal", "alibi", "rope", "learned", "t5", "triangle"):
-        r = posenc_cmd("plot", kind, "--length", "64", "--dim", "16", "-o", str(tmp_path / f"{kind}.png"))
-        needs = [n for n in _compare_needs(kind) if not hasattr(posenc, n)]
-        if needs:
-            assert r.returncode == 2 and "is not in this build" in r.stderr
+        code = cli.main(["plot", kind, "--length", "64", "--dim", "16", "-o", str(tmp_path / f"{kind}.png")])
+        out, err = capsys.readouterr()
+        if any(not hasattr(posenc, n) for n in _compare_needs(kind)):
+            assert code == 2 and "is not in this build" in err
             continue
-        assert r.returncode == 0, r.stderr
-        paths = [Path(line.split(" ", 1)[1]) for line in r.stdout.splitlines() if line.startswith("wrote ")]
-        expected = 3 if kind == "rope" else 2
-        assert len(paths) == expected
+        assert code == 0, err
+        paths = [Path(line.split(" ", 1)[1]) for line in out.splitlines() if line.startswith("wrote ")]
+        assert [p.name for p in paths] == [f"{kind}_{f}.png" for f in ("heatmap", "similarity", "spectrum")][
+            : 3 if kind == "rope" else 2]
         written += paths
-    r = posenc_cmd("plot", "all", "--figure", "similarity", "--length", "64", "-o", str(tmp_path / "all.png"))
-    assert r.returncode == 0, r.stderr
+    assert cli.main(["plot", "all", "--figure", "similarity", "--length", "64", "-o", str(tmp_path / "all.png")]) == 0
     written.append(tmp_path / "all.png")
     for path in written:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

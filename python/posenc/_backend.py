@@ -55,7 +55,17 @@ def set_backend(name: str) -> None:
     """Select ``"native"`` (the compiled core) or ``"reference"`` (NumPy) for every call.
 
     Raises ``ValueError`` for an unknown name and ``RuntimeError`` when the
-    compiled core is not available.
+    compiled core is not available. ``POSENC_BACKEND`` sets the backend at
+    import.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> previous = posenc.get_backend()
+    >>> posenc.set_backend("reference")  # every call now runs the NumPy twin
+    >>> posenc.sinusoidal(2, 4).tolist()[0]
+    [0.0, 1.0, 0.0, 1.0]
+    >>> posenc.set_backend(previous)
     """
     global _current
     if name not in BACKENDS:
@@ -66,7 +76,14 @@ def set_backend(name: str) -> None:
 
 
 def get_backend() -> str:
-    """The backend in use: ``"native"`` or ``"reference"``."""
+    """The backend in use: ``"native"`` or ``"reference"``.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.get_backend() in ("native", "reference")
+    True
+    """
     return _current
 
 
