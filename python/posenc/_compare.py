@@ -16,8 +16,9 @@ The properties, for a training length ``L`` (``--length``):
 
 ``min dist``
     Uniqueness: the smallest Euclidean distance between the encodings of two
-    different positions in ``[0, L)`` (vectors over heads for biases). 0 means
-    two positions cannot be told apart.
+    different positions in ``[0, L)`` (vectors over heads for biases), divided
+    by the encodings' mean norm so that scales compare. 0 means two
+    positions cannot be told apart.
 ``decay``
     Whether similarity falls monotonically as distance grows, for distances
     in ``[0, L)``: the mean cosine similarity of ``E[p]`` and ``E[p + d]``
@@ -26,14 +27,18 @@ The properties, for a training length ``L`` (``--length``):
 ``shift``
     The relative property: whether one fixed linear map ``M_k`` sends every
     ``E[p]`` to ``E[p + k]``. Reported as the worst relative residual of the
-    least-squares ``M_k`` over k in (1, 5, 37); ~1e-15 means exact. For biases:
+    least-squares ``M_k`` over k in (1, 5, 37); ~1e-14 means exact. For biases:
     the largest ``|S[i + k, j + k] - S[i, j]|`` of the score bias (0: it
     depends on ``j - i`` alone).
 ``beyond L``
-    Extrapolation: whether positions up to ``4L`` are defined at all, the
-    ``min dist`` over ``[0, 4L)``, and ``drift``: the largest change of the
+    Extrapolation to ``4L``: whether those positions are defined at all;
+    ``min dist`` over ``[0, 4L)``; ``drift``, the largest change of the
     similarity-vs-distance profile measured beyond ``L`` against the one
-    inside ``[0, L)`` (0: the encoding behaves past ``L`` as it did within).
+    inside ``[0, L)`` (0: the geometry is the same past ``L``); and ``unseen``,
+    how far the encodings of positions in ``[L, 4L)`` lie from every encoding
+    a model trained on ``[0, L)`` has seen (the largest nearest-neighbour
+    distance, divided by the mean norm). 0 means nothing new reaches the
+    model past ``L``; large values are inputs it was never trained on.
 """
 
 from __future__ import annotations
@@ -90,6 +95,7 @@ class Result:
     beyond_note: str = ""
     min_dist_beyond: float = float("nan")
     drift: float = float("nan")
+    unseen: float = float("nan")
     similarity: List[float] = field(default_factory=list)
     skipped: Optional[str] = None
 
@@ -128,9 +134,11 @@ def encodings(s: Settings) -> List[Encoding]:
             learned_state["table"] = posenc.LearnedPositionalEmbedding(s.length, s.dim, seed=s.seed, dtype=np.float64)
         return np.asarray(learned_state["table"].lookup(p), np.float64)
 
-    def rope(p: NDArray[np.int64]) -> Array:
+    yarn = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": s.length}
+
+    def rope(p: NDArray[np.int64], scaling: Optional[Dict[str, Any]] = None) -> Array:
         x = np.broadcast_to(query, (p.shape[0], 1, s.dim)).copy()
-        return np.asarray(posenc.apply_rope(x, p), np.float64)[:, 0, :]
+        return np.asarray(posenc.apply_rope(x, p, scaling=scaling), np.float64)[:, 0, :]
 
     t5_table = rng.standard_normal((32, s.heads))  # T5's learned table at a random initialisation
 
@@ -149,6 +157,8 @@ def encodings(s: Settings) -> List[Encoding]:
         Encoding("learned (init)", "vector", ["LearnedPositionalEmbedding"], "N(0, 0.02²) table of L rows",
                  vectors=learned),
         Encoding("RoPE", "vector", ["apply_rope"], "unit query rotated to p (base 10000)", vectors=rope),
+        Encoding("RoPE + YaRN x4", "vector", ["apply_rope"], "the same, YaRN scaling trained length L, factor 4",
+                 vectors=lambda p: rope(p, yarn)),
         Encoding("ALiBi", "bias", ["alibi_bias"], f"{s.heads} heads, causal", bias=alibi),
         Encoding("T5 (init)", "bias", ["t5_bias"], f"32 buckets, max_distance 128, N(0, 1) table, {s.heads} heads",
                  bias=t5),
@@ -162,6 +172,17 @@ def _min_pairwise(vectors: Array) -> float:
     np.fill_diagonal(d2, np.inf)
     i, j = np.unravel_index(np.argmin(d2), d2.shape)
     return float(np.linalg.norm(vectors[i] - vectors[j]))  # recomputed directly: no cancellation
+
+
+def _mean_norm(vectors: Array) -> float:
+    return float(np.mean(np.linalg.norm(vectors, axis=1)))
+
+
+def _unseen(seen: Array, new: Array) -> float:
+    """Largest distance from a row of ``new`` to its nearest row of ``seen``."""
+    d2 = (np.einsum("ij,ij->i", new, new)[:, None] + np.einsum("ij,ij->i", seen, seen)[None, :]
+          - 2.0 * (new @ seen.T))
+    return float(np.sqrt(max(float(np.max(np.min(d2, axis=1))), 0.0)))
 
 
 def _cosine_profile(vectors: Array, first: int, last: int, span: int) -> Array:
@@ -180,7 +201,7 @@ def _decay(profile: Array) -> Optional[int]:
 def _shift_residual(vectors: Array) -> float:
     """Worst relative residual of the least-squares linear map E[p] -> E[p + k]."""
     worst = 0.0
-    for k in SHIFTS:
+    for k in (k for k in SHIFTS if k < vectors.shape[0] // 2):
         a, b = vectors[:-k], vectors[k:]
         m, *_ = np.linalg.lstsq(a, b, rcond=None)
         worst = max(worst, float(np.linalg.norm(a @ m - b) / np.linalg.norm(b)))
@@ -191,7 +212,8 @@ def _measure_vectors(enc: Encoding, s: Settings, result: Result) -> None:
     assert enc.vectors is not None
     length = s.length
     inside = enc.vectors(np.arange(length))
-    result.min_dist = _min_pairwise(inside)
+    norm = _mean_norm(inside)
+    result.min_dist = _min_pairwise(inside) / norm
     profile = _cosine_profile(inside, 0, length, length)
     result.similarity = [float(v) for v in profile]
     result.first_rise = _decay(profile)
@@ -200,12 +222,13 @@ def _measure_vectors(enc: Encoding, s: Settings, result: Result) -> None:
     try:
         extended = enc.vectors(np.arange(4 * length))
     except (IndexError, ValueError) as exc:
-        result.beyond_note = f"undefined ({type(exc).__name__})"
+        result.beyond_note = type(exc).__name__
         return
     result.defined_beyond = True
-    result.min_dist_beyond = _min_pairwise(extended)
+    result.min_dist_beyond = _min_pairwise(extended) / norm
     beyond = _cosine_profile(extended, length, 4 * length, length)
     result.drift = float(np.max(np.abs(beyond - profile)))
+    result.unseen = _unseen(inside, extended[length:]) / norm
 
 
 def _measure_bias(enc: Encoding, s: Settings, result: Result) -> None:
@@ -213,16 +236,20 @@ def _measure_bias(enc: Encoding, s: Settings, result: Result) -> None:
     length = s.length
     # One query row at position 4L - 1 over keys [0, 4L): b[:, d] is the bias of a key d positions back.
     row = enc.bias(1, 4 * length, 4 * length - 1)[:, 0, ::-1]
-    result.min_dist = _min_pairwise(np.ascontiguousarray(row[:, :length].T))
+    by_distance = np.ascontiguousarray(row.T)  # [4L, heads]
+    norm = _mean_norm(by_distance[:length])
+    result.min_dist = _min_pairwise(by_distance[:length]) / norm
     profile = row[:, :length].mean(axis=0)
     result.similarity = [float(v) for v in profile]
     result.first_rise = _decay(profile)
     result.decays = result.first_rise is None
-    block = enc.bias(length // 2, length // 2, 0)
-    result.shift_residual = max(float(np.max(np.abs(block[:, k:, k:] - block[:, :-k, :-k]))) for k in SHIFTS)
+    block = enc.bias(length, length, 0)
+    result.shift_residual = max(float(np.max(np.abs(block[:, k:, k:] - block[:, :-k, :-k])))
+                                for k in SHIFTS if k < length)
     result.defined_beyond = True
-    result.min_dist_beyond = _min_pairwise(np.ascontiguousarray(row.T))
-    q = 64
+    result.min_dist_beyond = _min_pairwise(by_distance) / norm
+    result.unseen = _unseen(by_distance[:length], by_distance[length:]) / norm
+    q = min(64, length)
     within = enc.bias(q, length, length - q)
     past = enc.bias(q, 4 * length, 4 * length - q)[:, :, 3 * length:]
     result.drift = float(np.max(np.abs(past - within)))
@@ -258,17 +285,17 @@ def _fmt(value: float) -> str:
 
 
 def rows(results: Sequence[Result], length: int) -> List[List[str]]:
-    header = ["encoding", f"min dist <{length}", "decays", "shift residual", f"defined <{4 * length}",
-              f"min dist <{4 * length}", "drift beyond L"]
+    header = ["encoding", "min dist", "decays", "shift residual", f"to {4 * length}",
+              f"min dist <{4 * length}", "drift", "unseen"]
     out = [header]
     for r in results:
         if r.skipped:
-            out.append([r.name, "skipped", "", "", "", "", ""])
+            out.append([r.name, "skipped"] + [""] * (len(header) - 2))
             continue
         decay = "yes" if r.decays else f"no (d={r.first_rise})"
-        defined = "yes" if r.defined_beyond else f"no: {r.beyond_note}"
+        defined = "yes" if r.defined_beyond else f"no ({r.beyond_note})"
         out.append([r.name, _fmt(r.min_dist), decay, _fmt(r.shift_residual), defined, _fmt(r.min_dist_beyond),
-                    _fmt(r.drift)])
+                    _fmt(r.drift), _fmt(r.unseen)])
     return out
 
 
@@ -289,8 +316,9 @@ def run(settings: Settings, markdown: bool = False, as_json: bool = False, only:
     if as_json:
         print(json.dumps({"settings": asdict(settings), "results": [asdict(r) for r in results]}), file=stream)
         return results
-    print(f"L = {settings.length} positions, dim = {settings.dim}, {settings.heads} heads (biases); "
-          "see `python -m pydoc posenc._compare` for definitions", file=stream)
+    print(f"Trained length L = {settings.length}, dim = {settings.dim}, {settings.heads} heads (biases). "
+          "min dist and unseen are relative to the mean norm;\ndefinitions: `python -m pydoc posenc._compare`.",
+          file=stream)
     print(render(rows(results, settings.length), markdown), file=stream)
     for r in results:
         print(f"  {r.name}: " + (f"skipped, {r.skipped}" if r.skipped else r.note), file=stream)
