@@ -93,8 +93,9 @@ def test_compare_computes_the_properties():
     if "ALiBi" in results and not results["ALiBi"].skipped:
         alibi = results["ALiBi"]
         assert alibi.decays and alibi.shift_residual == 0 and alibi.drift == 0
-        slopes = posenc.alibi_slopes(4, dtype=np.float64)
-        assert alibi.min_dist == pytest.approx(np.linalg.norm(slopes))  # adjacent distances differ by one slope
+        # b(d) = -slopes·d: adjacent distances differ by |slopes|, the mean norm is |slopes|·mean(d).
+        assert alibi.min_dist == pytest.approx(2 / (128 - 1), rel=1e-5)
+        assert alibi.unseen == pytest.approx(3 * 128 / ((128 - 1) / 2), rel=1e-5)  # d = 4L-1 lies 3L past d = L-1
     if "T5 (init)" in results and not results["T5 (init)"].skipped:
         t5 = results["T5 (init)"]
         assert t5.min_dist == 0  # distances in one log bucket share a bias

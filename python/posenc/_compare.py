@@ -35,10 +35,11 @@ The properties, for a training length ``L`` (``--length``):
     ``min dist`` over ``[0, 4L)``; ``drift``, the largest change of the
     similarity-vs-distance profile measured beyond ``L`` against the one
     inside ``[0, L)`` (0: the geometry is the same past ``L``); and ``unseen``,
-    how far the encodings of positions in ``[L, 4L)`` lie from every encoding
+    how far the encodings of positions in ``[0, 4L)`` lie from every encoding
     a model trained on ``[0, L)`` has seen (the largest nearest-neighbour
-    distance, divided by the mean norm). 0 means nothing new reaches the
-    model past ``L``; large values are inputs it was never trained on.
+    distance, divided by the mean norm; for a scaling scheme, against plain
+    RoPE on ``[0, L)``). 0 means nothing new reaches the model up to ``4L``;
+    large values are inputs it was never trained on.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ class Encoding:
     note: str
     vectors: Optional[Callable[[NDArray[np.int64]], Array]] = None
     bias: Optional[Callable[[int, int, int], Array]] = None
+    # What a model trained on [0, L) saw, when that differs from ``vectors`` (a scaling
+    # scheme applied at inference to a model trained without it).
+    trained: Optional[Callable[[NDArray[np.int64]], Array]] = None
 
 
 @dataclass
@@ -157,8 +161,9 @@ def encodings(s: Settings) -> List[Encoding]:
         Encoding("learned (init)", "vector", ["LearnedPositionalEmbedding"], "N(0, 0.02²) table of L rows",
                  vectors=learned),
         Encoding("RoPE", "vector", ["apply_rope"], "unit query rotated to p (base 10000)", vectors=rope),
-        Encoding("RoPE + YaRN x4", "vector", ["apply_rope"], "the same, YaRN scaling trained length L, factor 4",
-                 vectors=lambda p: rope(p, yarn)),
+        Encoding("RoPE + YaRN x4", "vector", ["apply_rope"],
+                 "YaRN (factor 4, original length L) at inference on a model trained with plain RoPE",
+                 vectors=lambda p: rope(p, yarn), trained=rope),
         Encoding("ALiBi", "bias", ["alibi_bias"], f"{s.heads} heads, causal", bias=alibi),
         Encoding("T5 (init)", "bias", ["t5_bias"], f"32 buckets, max_distance 128, N(0, 1) table, {s.heads} heads",
                  bias=t5),
@@ -228,7 +233,8 @@ def _measure_vectors(enc: Encoding, s: Settings, result: Result) -> None:
     result.min_dist_beyond = _min_pairwise(extended) / norm
     beyond = _cosine_profile(extended, length, 4 * length, length)
     result.drift = float(np.max(np.abs(beyond - profile)))
-    result.unseen = _unseen(inside, extended[length:]) / norm
+    seen = inside if enc.trained is None else enc.trained(np.arange(length))
+    result.unseen = _unseen(seen, extended) / _mean_norm(seen)
 
 
 def _measure_bias(enc: Encoding, s: Settings, result: Result) -> None:
