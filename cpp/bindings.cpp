@@ -26,4 +26,7 @@ PYBIND11_MODULE(_native, m) {
     m.def("after_fork_in_child", &posenc::mark_forked_child);
 
     posenc::bind::register_sinusoidal(m);
+    posenc::bind::register_relative(m);
+    posenc::bind::register_learned(m);
+    posenc::bind::register_rope(m);
 }

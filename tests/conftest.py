@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from typing import Iterator, Optional
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -28,25 +30,31 @@ else:
 requires_native = pytest.mark.skipif(not NATIVE, reason="the compiled core is not available")
 
 
+@contextlib.contextmanager
+def using(backend: str, isa: Optional[str] = None) -> Iterator[None]:
+    """Run a block on ``backend`` (and, for native, on ``isa``), restoring both afterwards."""
+    previous_backend = posenc.get_backend()
+    previous_isa = _backend.native.active_isa() if NATIVE else None
+    posenc.set_backend(backend)
+    if isa is not None:
+        _backend.native.select_isa(isa)
+    try:
+        yield
+    finally:
+        if previous_isa is not None:
+            _backend.native.select_isa(previous_isa)
+        posenc.set_backend(previous_backend)
+
+
 @pytest.fixture(params=ISAS or [pytest.param(None, marks=pytest.mark.skip(reason="no compiled core"))])
 def isa(request):
     """Run the test once per ISA this CPU supports on the native backend (or on the reference, see above)."""
-    previous_backend = posenc.get_backend()
     if request.param == "reference":
-        posenc.set_backend("reference")
-        try:
+        with using("reference"):
             yield request.param
-        finally:
-            posenc.set_backend(previous_backend)
-        return
-    previous_isa = _backend.native.active_isa()
-    posenc.set_backend("native")
-    _backend.native.select_isa(request.param)
-    try:
-        yield request.param
-    finally:
-        _backend.native.select_isa(previous_isa)
-        posenc.set_backend(previous_backend)
+    else:
+        with using("native", request.param):
+            yield request.param
 
 
 @pytest.fixture
@@ -54,20 +62,11 @@ def native_backend():
     """Force the native backend (skips without the compiled core)."""
     if not NATIVE:
         pytest.skip("the compiled core is not available")
-    previous = posenc.get_backend()
-    posenc.set_backend("native")
-    try:
+    with using("native"):
         yield
-    finally:
-        posenc.set_backend(previous)
 
 
 @pytest.fixture
 def reference_backend():
-    previous = posenc.get_backend()
-    posenc.set_backend("reference")
-    try:
+    with using("reference"):
         yield
-    finally:
-        posenc.set_backend(previous)
-

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import posenc
 from posenc import reference as ref
 
+from conftest import NATIVE, using
 from helpers import FLOAT_DTYPES, assert_close_to_float64, eps, strided_view
 
 
@@ -328,24 +329,17 @@ BAD_TABLE_CALLS = [
 @pytest.mark.parametrize("backend", ["native", "reference"])
 @pytest.mark.parametrize("kwargs,exc,match", BAD_TABLE_CALLS)
 def test_bad_table_arguments(backend, kwargs, exc, match):
-    if backend == "native" and posenc._backend.native is None:
+    if backend == "native" and not NATIVE:
         pytest.skip("no compiled core")
-    previous = posenc.get_backend()
-    posenc.set_backend(backend)
-    try:
-        with pytest.raises(exc, match=match):
-            posenc.sinusoidal(**kwargs)
-    finally:
-        posenc.set_backend(previous)
+    with using(backend), pytest.raises(exc, match=match):
+        posenc.sinusoidal(**kwargs)
 
 
 @pytest.mark.parametrize("backend", ["native", "reference"])
 def test_bad_out_is_untouched(backend):
-    if backend == "native" and posenc._backend.native is None:
+    if backend == "native" and not NATIVE:
         pytest.skip("no compiled core")
-    previous = posenc.get_backend()
-    posenc.set_backend(backend)
-    try:
+    with using(backend):
         for out, exc in [
             (np.full((10, 6), 7, np.float32), ValueError),  # wrong shape
             (np.full((10, 8), 7, np.float64), TypeError),  # wrong dtype
@@ -375,8 +369,6 @@ def test_bad_out_is_untouched(backend):
             posenc.add_sinusoidal(x, scale=float("inf"))
         with pytest.raises(TypeError, match="offset"):
             posenc.add_sinusoidal(x, offset=1.5)
-    finally:
-        posenc.set_backend(previous)
 
 
 def test_empty_results(isa):

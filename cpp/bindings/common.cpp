@@ -76,6 +76,45 @@ Rows::Rows(const py::array& a, const char* name) {
     }
 }
 
+GroupedRows::GroupedRows(const py::array& a, py::ssize_t row_axis, bool grouped, const char* name) {
+    const py::ssize_t nd = a.ndim();
+    if (nd < 2 || row_axis < 0 || row_axis >= nd - 1 || (grouped && row_axis == 0))
+        throw std::invalid_argument(std::string(name) + " of shape " + shape_of(a) + " has no such row axis");
+    rows_ = a.shape(row_axis);
+    cols_ = a.shape(nd - 1);
+    row_stride_ = element_stride(a, row_axis, name);
+    col_stride_ = element_stride(a, nd - 1, name);
+    std::vector<py::ssize_t> axes;
+    for (py::ssize_t i = 0; i < nd - 1; ++i)
+        if (i != row_axis) axes.push_back(i);
+    std::vector<std::int64_t> stride(axes.size()), extent(axes.size()), index(axes.size(), 0);
+    std::int64_t count = 1;
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+        stride[i] = element_stride(a, axes[i], name);
+        extent[i] = a.shape(axes[i]);
+        count *= extent[i];
+    }
+    groups_ = grouped ? a.shape(0) : 1;
+    units_ = groups_ > 0 ? count / groups_ : 0;
+    if (!axes.empty()) {
+        const std::int64_t inner = stride.back() < 0 ? -stride.back() : stride.back();
+        rows_outer_ = (row_stride_ < 0 ? -row_stride_ : row_stride_) >= inner;
+    }
+    if (count == 0 || rows_ == 0 || cols_ == 0) return;
+    offsets_.assign(static_cast<std::size_t>(count), 0);
+    // Walk the unit axes in C order like an odometer (axis 0, the group, outermost).
+    std::int64_t offset = 0;
+    for (std::int64_t k = 0; k < count; ++k) {
+        offsets_[static_cast<std::size_t>(k)] = offset;
+        for (std::size_t i = axes.size(); i-- > 0;) {
+            offset += stride[i];
+            if (++index[i] < extent[i]) break;
+            offset -= stride[i] * index[i];
+            index[i] = 0;
+        }
+    }
+}
+
 void require_same_shape(const py::array& a, const char* a_name, const py::array& b, const char* b_name) {
     bool same = a.ndim() == b.ndim();
     for (py::ssize_t i = 0; same && i < a.ndim(); ++i) same = a.shape(i) == b.shape(i);

@@ -51,6 +51,31 @@ class Rows {
     std::int64_t rows_, cols_, row_stride_, col_stride_;
 };
 
+// The [groups, units, rows, cols] view of `a` for kernels that share one row
+// of work (angles, say) across many vectors: `rows` is axis `row_axis`,
+// `cols` the last axis, units every other axis in C order, and groups
+// axis 0 when `grouped` (then axis 0 is not `row_axis`). Owns the offsets of
+// each (group, unit) vector's first element; every address lies inside `a`.
+class GroupedRows {
+  public:
+    GroupedRows(const py::array& a, py::ssize_t row_axis, bool grouped, const char* name);
+    const std::int64_t* offsets() const { return offsets_.data(); }
+    std::int64_t groups() const { return groups_; }
+    std::int64_t units() const { return units_; }
+    std::int64_t rows() const { return rows_; }
+    std::int64_t cols() const { return cols_; }
+    std::int64_t row_stride() const { return row_stride_; }
+    std::int64_t col_stride() const { return col_stride_; }
+    // Whether rows are the larger stride than the innermost unit axis (walk rows first).
+    bool rows_outer() const { return rows_outer_; }
+    bool empty() const { return offsets_.empty() || rows_ == 0 || cols_ == 0; }
+
+  private:
+    std::vector<std::int64_t> offsets_;
+    std::int64_t groups_ = 1, units_ = 0, rows_ = 0, cols_ = 0, row_stride_ = 0, col_stride_ = 0;
+    bool rows_outer_ = true;
+};
+
 // Element stride of axis `axis`; ValueError if the array is not aligned to
 // its itemsize (the Python layer copies those first).
 std::int64_t element_stride(const py::array& a, py::ssize_t axis, const char* name);

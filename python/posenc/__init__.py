@@ -11,11 +11,17 @@ from typing import Any, Dict
 
 from . import _backend, _checks
 from ._backend import get_backend, set_backend
+from ._learned import LearnedPositionalEmbedding, embedding_add, embedding_grad, embedding_lookup, resize_table, resize_table_2d
+from ._rope import (RotaryEmbedding, apply_rope, apply_rope_qk, positions_from_cu_seqlens, rope_cos_sin,
+                    rope_inv_freq)
 from ._sinusoidal import add_sinusoidal, concat_positional, sinusoidal, sinusoidal_2d, sinusoidal_3d
+from ._relative import add_alibi, add_t5_bias, alibi_bias, alibi_slopes, clipped_relative_positions, relative_embeddings, relative_positions, t5_bias, t5_bucket, t5_buckets  # noqa: E501
 from ._version import __version__
 from .reference import sinusoidal_frequencies
 
 __all__ = [
+    "LearnedPositionalEmbedding", "embedding_add", "embedding_grad", "embedding_lookup", "resize_table", "resize_table_2d",
+    "RotaryEmbedding", "apply_rope", "apply_rope_qk", "positions_from_cu_seqlens", "rope_cos_sin", "rope_inv_freq",
     "__version__",
     "add_sinusoidal",
     "concat_positional",
@@ -28,6 +34,9 @@ __all__ = [
     "sinusoidal_2d",
     "sinusoidal_3d",
     "sinusoidal_frequencies",
+    # relative positions
+    "add_alibi", "add_t5_bias", "alibi_bias", "alibi_slopes", "clipped_relative_positions",
+    "relative_embeddings", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets",
 ]
 
 

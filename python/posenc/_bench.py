@@ -97,8 +97,47 @@ def sinusoidal_cases(quick: bool) -> List[Case]:
     ]
 
 
+def learned_cases(quick: bool) -> List[Case]:
+    import posenc
+    from posenc import reference as ref
+
+    n, dim, seq = (2048, 512, 1024) if quick else (8192, 1024, 4096)
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((n, dim), dtype=np.float32)
+    x = rng.standard_normal((4, seq, dim), dtype=np.float32)
+    pos = np.arange(seq)
+    grad = rng.standard_normal((2 * n, dim), dtype=np.float32)
+    gpos = rng.integers(0, n, 2 * n)
+    return [
+        Case(f"embedding_add {list(x.shape)} in place", "rmw", 2 * x.nbytes,
+             lambda: posenc.embedding_add(x, table, pos, out=x), lambda: ref.embedding_add(x, table, pos, out=x)),
+        Case(f"embedding_grad {2 * n} rows -> [{n}, {dim}]", "alloc", grad.nbytes + table.nbytes,
+             lambda: posenc.embedding_grad(grad, gpos, n), lambda: ref.embedding_grad(grad, gpos, n)),
+    ]
+
+
+def rope_cases(quick: bool) -> List[Case]:
+    import posenc
+    from posenc import reference as ref
+
+    seq = 1024 if quick else 4096
+    x = np.random.default_rng(0).standard_normal((1, seq, 32, 128), dtype=np.float32)
+    d = np.random.default_rng(1).standard_normal((32, 1, 32, 128), dtype=np.float32)
+    pos = (np.arange(32) * 997 + 100)[:, None]
+    return [
+        Case(f"apply_rope {list(x.shape)} in place", "rmw", 2 * x.nbytes,
+             lambda: posenc.apply_rope(x, out=x), lambda: ref.apply_rope(x, out=x)),
+        Case(f"apply_rope {list(x.shape)} GPT-J in place", "rmw", 2 * x.nbytes,
+             lambda: posenc.apply_rope(x, interleaved=True, out=x), lambda: ref.apply_rope(x, interleaved=True, out=x)),
+        Case("apply_rope decode [32, 1, 32, 128] per-batch", "rmw", 2 * d.nbytes,
+             lambda: posenc.apply_rope(d, pos, out=d), lambda: ref.apply_rope(d, pos, out=d)),
+    ]
+
+
 # Families add their cases here.
 CASE_FACTORIES: List[Callable[[bool], List[Case]]] = [sinusoidal_cases]
+CASE_FACTORIES.append(learned_cases)
+CASE_FACTORIES.append(rope_cases)
 
 
 class _Progress:
@@ -166,3 +205,6 @@ def run(
         print(f"{case.name:{width}s} {t_native * 1e3:10.3f} {t_ref * 1e3:10.3f} {torch_ms} {t_ref / t_native:6.1f}x "
               f"{rate / 1e9:6.1f} {rate / ceiling:6.0%} of {case.ceiling:5s}", file=stream, flush=True)
     return results
+
+from ._bench_relative import relative_cases  # noqa: E402  (needs Case, defined above)
+CASE_FACTORIES.append(relative_cases)

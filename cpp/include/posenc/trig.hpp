@@ -74,15 +74,16 @@ inline void sincos_reduced(double x, double& s, double& c) {
 
 // s[i], c[i] = sin(p·w[i]), cos(p·w[i]) for every finite product p·w[i].
 inline void sincos_scaled(double p, const double* w, double* s, double* c, std::int64_t n) {
-    double largest = 0.0;  // a max reduction vectorises; a bool || does not (GCC 12)
-#pragma omp simd reduction(max : largest)
+    // A bitwise-or reduction: `||` short-circuits, which GCC treats as
+    // control flow and then leaves the whole loop scalar.
+    int any_large = 0;
+#pragma omp simd reduction(| : any_large)
     for (std::int64_t i = 0; i < n; ++i) {
         const double x = p * w[i];
         sincos_reduced(x, s[i], c[i]);
-        const double a = std::fabs(x);
-        largest = a > largest ? a : largest;
+        any_large |= std::fabs(x) <= kSinCosMaxArg ? 0 : 1;
     }
-    if (largest > kSinCosMaxArg) {
+    if (any_large) {
         for (std::int64_t i = 0; i < n; ++i) {
             const double x = p * w[i];
             if (!(std::fabs(x) <= kSinCosMaxArg)) {

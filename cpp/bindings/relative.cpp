@@ -1,0 +1,90 @@
+// Bindings of the relative-position kernels: shape checks, then the kernel without the GIL.
+#include "bindings/common.hpp"
+#include "bindings/register.hpp"
+#include "posenc/relative.hpp"
+
+namespace posenc::bind {
+
+namespace {
+
+Width width_of(const py::array& a, const char* name) {
+    switch (a.itemsize()) {
+        case 1: return Width::w1;
+        case 2: return Width::w2;
+        case 4: return Width::w4;
+        case 8: return Width::w8;
+        default:
+            throw py::type_error(std::string(name) + " must have 1-, 2-, 4- or 8-byte elements, got " +
+                                 py::str(a.dtype()).cast<std::string>());
+    }
+}
+
+// The lookup rows for an operand whose [rows, cols·step] rows are `o`: C-contiguous,
+// the operand's dtype, [lut_rows, (rows + cols − 1)·step], and lut_rows dividing the batches.
+ToeplitzArgs args_of(const py::array& operand, const Rows& o, const py::array& lut, std::int64_t step) {
+    if (!lut.dtype().equal(operand.dtype())) throw py::type_error("lut must have the dtype of the operand");
+    if (step < 1 || o.cols() % step != 0)
+        throw std::invalid_argument("rows of " + std::to_string(o.cols()) + " elements are not whole steps of " +
+                                    std::to_string(step));
+    const std::int64_t rows = o.rows(), cols = o.cols() / step;
+    const std::int64_t len = rows + cols > 0 ? (rows + cols - 1) * step : 0;
+    if (lut.ndim() != 2 || lut.shape(1) != len || lut.shape(0) < 1 || !(lut.flags() & py::array::c_style))
+        throw std::invalid_argument("lut must be a C-contiguous [heads, " + std::to_string(len) + "] array");
+    const std::int64_t lut_rows = lut.shape(0);
+    const std::int64_t batches = o.layout().batches;
+    if (!o.empty() && batches % lut_rows != 0)
+        throw std::invalid_argument(std::to_string(batches) + " batches are not a whole number of " +
+                                    std::to_string(lut_rows) + " heads");
+    if (reinterpret_cast<std::uintptr_t>(lut.data()) % static_cast<std::uintptr_t>(lut.itemsize()) != 0)
+        throw std::invalid_argument("lut is not aligned to its itemsize");
+    return {lut.data(), lut_rows, rows, cols, step};
+}
+
+// out[..., rows, cols·step] ← rows of the lookup table (any dtype: a copy).
+void toeplitz_copy(py::array out, py::array lut, std::int64_t step) {
+    const Width w = width_of(out, "out");
+    require_writeable(out, "out");
+    const Rows o(out, "out");
+    const ToeplitzArgs a = args_of(out, o, lut, step);
+    if (o.empty()) return;
+    const auto kernel = relative_kernels().copy[static_cast<int>(w)];
+    py::gil_scoped_release release;
+    kernel(a, out.mutable_data(), o.layout());
+}
+
+// out[..., heads, q, k] = x + bias rows; out may be x itself.
+void toeplitz_add(py::array x, py::array out, py::array lut) {
+    const DType dt = float_dtype(x, "scores");
+    if (float_dtype(out, "out") != dt) throw py::type_error("out must have the dtype of scores");
+    require_writeable(out, "out");
+    require_same_shape(x, "scores", out, "out");
+    if (x.ndim() < 3 || x.shape(x.ndim() - 3) != lut.shape(0))
+        throw std::invalid_argument("scores must be [..., heads, q, k] with one lookup row per head");
+    const Rows xr(x, "scores"), o(out, "out");
+    const ToeplitzArgs a = args_of(x, o, lut, 1);
+    if (o.empty()) return;
+    const auto kernel = relative_kernels().add[static_cast<int>(dt)];
+    py::gil_scoped_release release;
+    kernel(a, x.data(), xr.layout(), out.mutable_data(), o.layout());
+}
+
+py::array_t<std::int64_t> t5_thresholds(std::int64_t half, std::int64_t max_exact, std::int64_t max_distance) {
+    if (max_exact < 1 || half < 2 * max_exact || max_distance <= max_exact || max_distance > (std::int64_t(1) << 62))
+        throw std::invalid_argument("t5_thresholds needs 1 <= max_exact <= half/2 and max_exact < max_distance <= 2**62");
+    py::array_t<std::int64_t> out(half - max_exact - 1);
+    std::int64_t* data = out.mutable_data();
+    const auto kernel = relative_kernels().t5_thresholds;
+    py::gil_scoped_release release;
+    kernel(half, max_exact, max_distance, data);
+    return out;
+}
+
+}  // namespace
+
+void register_relative(py::module_& m) {
+    m.def("toeplitz_copy", &toeplitz_copy, py::arg("out"), py::arg("lut"), py::arg("step"));
+    m.def("toeplitz_add", &toeplitz_add, py::arg("x"), py::arg("out"), py::arg("lut"));
+    m.def("t5_thresholds", &t5_thresholds, py::arg("half"), py::arg("max_exact"), py::arg("max_distance"));
+}
+
+}  // namespace posenc::bind

@@ -1,0 +1,137 @@
+// Bindings of the rotary kernels: shape checks, then the kernel without the GIL.
+#include "bindings/common.hpp"
+#include "bindings/register.hpp"
+#include "posenc/rope.hpp"
+
+namespace posenc::bind {
+
+namespace {
+
+// Checks positions ([axes, groups, rows] float64, C order), pair axes and
+// frequencies against the first operand's view.
+RopeArgs args_of(const GroupedRows& x, const std::optional<py::array>& positions, double start,
+                 const py::array& inv_freq, const std::optional<py::array>& pair_axis, double scale,
+                 bool interleaved, bool inverse) {
+    const std::int64_t half = inv_freq.ndim() == 1 ? inv_freq.shape(0) : -1;
+    const double* w = float64_vector(inv_freq, half, "inv_freq");
+    if (half < 1 || 2 * half > x.cols())
+        throw std::invalid_argument("rotary_dim = 2·len(inv_freq) = " + std::to_string(2 * half) +
+                                    " does not fit head_dim " + std::to_string(x.cols()));
+    std::int64_t axes = 1;
+    const double* pos = nullptr;
+    if (positions) {
+        const py::array& p = *positions;
+        if (!p.dtype().is(py::dtype::of<double>()) || p.ndim() != 3 || !(p.flags() & py::array::c_style) ||
+            p.shape(1) != x.groups() || p.shape(2) != x.rows() || p.shape(0) < 1)
+            throw std::invalid_argument("positions must be a C-contiguous float64 [axes, " +
+                                        std::to_string(x.groups()) + ", " + std::to_string(x.rows()) + "] array");
+        axes = p.shape(0);
+        pos = static_cast<const double*>(p.data());
+    } else if (x.groups() != 1) {
+        throw std::invalid_argument("per-batch groups need positions");
+    }
+    const std::int64_t* pa = nullptr;
+    if (pair_axis) {
+        const py::array& p = *pair_axis;
+        if (!p.dtype().is(py::dtype::of<std::int64_t>()) || p.ndim() != 1 || p.shape(0) != half ||
+            !(p.flags() & py::array::c_style))
+            throw std::invalid_argument("pair_axis must be a contiguous int64 vector of length len(inv_freq)");
+        pa = static_cast<const std::int64_t*>(p.data());
+        for (std::int64_t j = 0; j < half; ++j)
+            if (pa[j] < 0 || (pos && pa[j] >= axes))
+                throw std::invalid_argument("pair_axis entries must index the positions' axes");
+    }
+    return {x.groups(), x.rows(), pos, start, w, half, pa, scale, interleaved, inverse};
+}
+
+// The views of one (x, out) pair; they must outlive the kernel call.
+struct Operand {
+    GroupedRows x, out;
+    RopeOperand op;
+};
+
+Operand operand_of(const py::array& x, py::array& out, DType dt, py::ssize_t seq_axis, bool grouped,
+                   const char* x_name, const char* out_name) {
+    if (float_dtype(x, x_name) != dt) throw py::type_error(std::string(x_name) + " must have the dtype of q");
+    if (float_dtype(out, out_name) != dt)
+        throw py::type_error(std::string(out_name) + " must have the dtype of " + x_name);
+    require_writeable(out, out_name);
+    require_same_shape(x, x_name, out, out_name);
+    Operand o{GroupedRows(x, seq_axis, grouped, x_name), GroupedRows(out, seq_axis, grouped, out_name), {}};
+    o.op = RopeOperand{x.data(), {o.x.offsets(), o.x.row_stride(), o.x.col_stride()}, out.mutable_data(),
+                       {o.out.offsets(), o.out.row_stride(), o.out.col_stride()}, o.x.units(), o.x.cols(),
+                       x.data() != out.data(), o.x.rows_outer()};
+    return o;
+}
+
+// Rotates x into out (out may be x). seq_axis counts from 0; grouped: axis 0
+// is the batch that positions' second axis follows.
+void apply(py::array x, py::array out, py::ssize_t seq_axis, bool grouped, std::optional<py::array> positions,
+           double start, py::array inv_freq, std::optional<py::array> pair_axis, double scale, bool interleaved,
+           bool inverse) {
+    const DType dt = float_dtype(x, "x");
+    Operand a = operand_of(x, out, dt, seq_axis, grouped, "x", "out");
+    const RopeArgs args = args_of(a.x, positions, start, inv_freq, pair_axis, scale, interleaved, inverse);
+    if (a.x.empty()) return;
+    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
+    py::gil_scoped_release release;
+    kernel(args, &a.op, 1);
+}
+
+// q and k in one pass: each row's cos/sin serve the heads of both.
+void apply_qk(py::array q, py::array out_q, py::array k, py::array out_k, py::ssize_t seq_axis, bool grouped,
+              std::optional<py::array> positions, double start, py::array inv_freq,
+              std::optional<py::array> pair_axis, double scale, bool interleaved, bool inverse) {
+    const DType dt = float_dtype(q, "q");
+    Operand a = operand_of(q, out_q, dt, seq_axis, grouped, "q", "out_q");
+    Operand b = operand_of(k, out_k, dt, seq_axis, grouped, "k", "out_k");
+    if (a.x.groups() != b.x.groups() || a.x.rows() != b.x.rows())
+        throw std::invalid_argument("q and k must have the same batch and seq length");
+    const RopeArgs args = args_of(a.x, positions, start, inv_freq, pair_axis, scale, interleaved, inverse);
+    if (2 * args.half > b.x.cols()) throw std::invalid_argument("rotary_dim does not fit k's head_dim");
+    RopeOperand ops[2];
+    int n = 0;
+    if (!a.x.empty()) ops[n++] = a.op;
+    if (!b.x.empty()) ops[n++] = b.op;
+    if (n == 0) return;
+    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
+    py::gil_scoped_release release;
+    kernel(args, ops, n);
+}
+
+// cos/sin tables [rows, half], contiguous, of one dtype.
+void cos_sin(py::array cos_out, py::array sin_out, std::optional<py::array> positions, double start,
+             py::array inv_freq, double scale) {
+    const DType dt = float_dtype(cos_out, "cos");
+    if (float_dtype(sin_out, "sin") != dt) throw py::type_error("cos and sin must have one dtype");
+    require_writeable(cos_out, "cos");
+    require_writeable(sin_out, "sin");
+    require_same_shape(cos_out, "cos", sin_out, "sin");
+    const std::int64_t half = inv_freq.ndim() == 1 ? inv_freq.shape(0) : -1;
+    const double* w = float64_vector(inv_freq, half, "inv_freq");
+    if (cos_out.ndim() != 2 || cos_out.shape(1) != half || !(cos_out.flags() & py::array::c_style) ||
+        !(sin_out.flags() & py::array::c_style))
+        throw std::invalid_argument("cos and sin must be C-contiguous [rows, len(inv_freq)] arrays");
+    const std::int64_t rows = cos_out.shape(0);
+    const Positions p = positions_of(positions, start, rows);
+    const RopeArgs args{1, rows, p.values, p.start, w, half, nullptr, scale, false, false};
+    if (rows == 0 || half == 0) return;
+    const auto kernel = rope_kernels().cos_sin[static_cast<int>(dt)];
+    py::gil_scoped_release release;
+    kernel(args, cos_out.mutable_data(), sin_out.mutable_data());
+}
+
+}  // namespace
+
+void register_rope(py::module_& m) {
+    m.def("apply_rope", &apply, py::arg("x"), py::arg("out"), py::arg("seq_axis"), py::arg("grouped"),
+          py::arg("positions"), py::arg("start"), py::arg("inv_freq"), py::arg("pair_axis"), py::arg("scale"),
+          py::arg("interleaved"), py::arg("inverse"));
+    m.def("apply_rope_qk", &apply_qk, py::arg("q"), py::arg("out_q"), py::arg("k"), py::arg("out_k"),
+          py::arg("seq_axis"), py::arg("grouped"), py::arg("positions"), py::arg("start"), py::arg("inv_freq"),
+          py::arg("pair_axis"), py::arg("scale"), py::arg("interleaved"), py::arg("inverse"));
+    m.def("rope_cos_sin", &cos_sin, py::arg("cos"), py::arg("sin"), py::arg("positions"), py::arg("start"),
+          py::arg("inv_freq"), py::arg("scale"));
+}
+
+}  // namespace posenc::bind

@@ -1,0 +1,166 @@
+// Learned position tables: lookup, the fused x + table[p], and the deterministic
+// scatter-add gradient. Compiled once per ISA.
+#include "posenc/learned.hpp"
+
+#include "posenc/buffer.hpp"
+#include "posenc/convert.hpp"
+#include "posenc/parallel.hpp"
+
+POSENC_BEGIN_TARGET
+namespace {
+
+// x + t, correctly rounded to T. The 16-bit types are summed in double and
+// rounded once by store<T>; since double carries more than 2p + 2 bits of a
+// p-bit format, rounding the double sum again to T gives the same bits as
+// rounding the exact sum (no double-rounding error; Figueroa 1995). By the
+// same fact the hardware float sum is already what the double route gives,
+// so float and double add directly, without the conversions.
+template <class T>
+inline T rounded_sum(T x, T t) { return store<T>(load(x) + load(t)); }
+template <>
+inline float rounded_sum<float>(float x, float t) { return x + t; }
+template <>
+inline double rounded_sum<double>(double x, double t) { return x + t; }
+
+// One row: out = t (kAdd false, an exact copy) or rounded_sum(x, t). The contiguous
+// case is its own instantiation so the loop vectorises without gathers. x and
+// out may be the same row (in place): each element is read before it is
+// written, by the same iteration.
+template <bool kAdd, bool kContiguous, class T>
+inline void embed_row(const T* __restrict t, std::int64_t tcs, const T* x, std::int64_t xcs, T* out,
+                      std::int64_t ocs, std::int64_t dim) {
+    if (kContiguous) tcs = xcs = ocs = 1;
+#pragma omp simd
+    for (std::int64_t j = 0; j < dim; ++j) {
+        if (kAdd) out[j * ocs] = rounded_sum(x[j * xcs], t[j * tcs]);
+        else out[j * ocs] = t[j * tcs];
+    }
+}
+
+// Every operand row k = o·period + i (o < repeats) uses table row
+// positions[i]. Work items are (i, slice of o) pairs, i outermost: each table
+// row is read from memory once and reused, from cache, for all the rows that
+// share it (every batch when positions are [seq]). A short `period` with many
+// repeats is cut into slices so that every thread still gets work.
+template <bool kAdd, class T>
+void run(const EmbeddingArgs& a, const T* x, const RowLayout* xl, T* out, const RowLayout& ol) {
+    const std::int64_t total = ol.batches * a.rows;
+    const std::int64_t period = a.period, repeats = total / period;
+    int threads = plan_threads(total, a.dim);
+    const std::int64_t slices = period < threads ? (repeats < threads ? repeats : threads) : 1;
+    const std::int64_t items = period * slices;
+    threads = threads < items ? threads : static_cast<int>(items);
+    const T* table = static_cast<const T*>(a.table);
+    const bool contiguous = a.table_col_stride == 1 && ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
+
+    parallel_chunks(items, threads, [&](std::int64_t begin, std::int64_t end, int) {
+        for (std::int64_t item = begin; item < end; ++item) {
+            const std::int64_t i = item / slices, slice = item % slices;
+            const std::int64_t o0 = repeats * slice / slices, o1 = repeats * (slice + 1) / slices;
+            const T* t = table + a.positions[i] * a.table_row_stride;
+            for (std::int64_t o = o0; o < o1; ++o) {
+                const std::int64_t k = o * period + i, b = k / a.rows, r = k % a.rows;
+                T* orow = out + ol.batch_offsets[b] + r * ol.row_stride;
+                const T* xrow = kAdd ? x + xl->batch_offsets[b] + r * xl->row_stride : nullptr;
+                const std::int64_t xcs = kAdd ? xl->col_stride : 0;
+                if (contiguous) embed_row<kAdd, true>(t, 1, xrow, 1, orow, 1, a.dim);
+                else embed_row<kAdd, false>(t, a.table_col_stride, xrow, xcs, orow, ol.col_stride, a.dim);
+            }
+        }
+    });
+}
+
+template <class T>
+void lookup(const EmbeddingArgs& a, void* out, const RowLayout& ol) {
+    run<false, T>(a, nullptr, nullptr, static_cast<T*>(out), ol);
+}
+
+template <class T>
+void add(const EmbeddingArgs& a, const void* x, const RowLayout& xl, void* out, const RowLayout& ol) {
+    run<true, T>(a, static_cast<const T*>(x), &xl, static_cast<T*>(out), ol);
+}
+
+// The gradient accumulates in float for float32 and the 16-bit types (whose
+// values float holds exactly), in double for float64.
+template <class T> struct Accumulator { using type = float; };
+template <> struct Accumulator<double> { using type = double; };
+
+template <bool kContiguous, class A, class T>
+inline void accumulate_row(A* __restrict acc, const T* __restrict g, std::int64_t gcs, std::int64_t dim) {
+    if (kContiguous) gcs = 1;
+#pragma omp simd
+    for (std::int64_t j = 0; j < dim; ++j) acc[j] += static_cast<A>(load(g[j * gcs]));
+}
+
+// First p in [0, n] with cost(p) = start[p] + p ≥ target (cost increases strictly).
+inline std::int64_t first_position_costing(const std::int64_t* start, std::int64_t n, std::int64_t target) {
+    std::int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        if (start[mid] + mid < target) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+// Deterministic scatter-add. A stable counting sort lists, for each position
+// p, its rows in increasing k (rows of p are order[start[p] .. start[p+1])).
+// Threads then own disjoint ranges of positions, so each output row is the
+// sum of the same rows in the same order whatever the thread count: no
+// atomics, no per-thread partial tables, bit-for-bit reproducible. Ranges
+// are balanced by rows + positions, so a skewed distribution (every row at
+// one position) still splits what can be split.
+template <class T>
+void grad(const EmbeddingArgs& a, std::int64_t num_positions, const void* grad_data, const RowLayout& gl,
+          void* out_data) {
+    using A = typename Accumulator<T>::type;
+    const T* g = static_cast<const T*>(grad_data);
+    T* out = static_cast<T*>(out_data);
+    const std::int64_t total = gl.batches * a.rows, period = a.period;
+    const std::int64_t repeats = period > 0 ? total / period : 0;
+
+    Buffer<std::int64_t> start(num_positions + 1), cursor(num_positions), order(total);
+    std::int64_t* s = start.data();
+    for (std::int64_t p = 0; p <= num_positions; ++p) s[p] = 0;
+    for (std::int64_t o = 0; o < repeats; ++o)
+        for (std::int64_t i = 0; i < period; ++i) ++s[a.positions[i] + 1];
+    for (std::int64_t p = 0; p < num_positions; ++p) {
+        s[p + 1] += s[p];
+        cursor.data()[p] = s[p];
+    }
+    for (std::int64_t o = 0, k = 0; o < repeats; ++o)
+        for (std::int64_t i = 0; i < period; ++i, ++k) order.data()[cursor.data()[a.positions[i]]++] = k;
+
+    const std::int64_t cost = total + num_positions;
+    const int threads = plan_threads(cost, a.dim);
+    Buffer<A> accumulators(static_cast<std::int64_t>(threads) * a.dim);
+    const bool contiguous = gl.col_stride == 1;
+
+    parallel_chunks(threads, threads, [&](std::int64_t begin, std::int64_t end, int t) {
+        A* acc = accumulators.data() + static_cast<std::int64_t>(t) * a.dim;
+        const std::int64_t p0 = first_position_costing(s, num_positions, cost * begin / threads);
+        const std::int64_t p1 = first_position_costing(s, num_positions, cost * end / threads);
+        for (std::int64_t p = p0; p < p1; ++p) {
+            for (std::int64_t j = 0; j < a.dim; ++j) acc[j] = A(0);
+            for (std::int64_t n = s[p]; n < s[p + 1]; ++n) {
+                const std::int64_t k = order.data()[n], b = k / a.rows, r = k % a.rows;
+                const T* row = g + gl.batch_offsets[b] + r * gl.row_stride;
+                if (contiguous) accumulate_row<true>(acc, row, 1, a.dim);
+                else accumulate_row<false>(acc, row, gl.col_stride, a.dim);
+            }
+            T* o = out + p * a.dim;
+#pragma omp simd
+            for (std::int64_t j = 0; j < a.dim; ++j) o[j] = store<T>(static_cast<double>(acc[j]));
+        }
+    });
+}
+
+}  // namespace
+
+extern const LearnedKernels learned = {
+    {lookup<float>, lookup<double>, lookup<half_t>, lookup<bfloat16_t>},
+    {add<float>, add<double>, add<half_t>, add<bfloat16_t>},
+    {grad<float>, grad<double>, grad<half_t>, grad<bfloat16_t>},
+};
+
+POSENC_END_TARGET

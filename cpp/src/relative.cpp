@@ -1,0 +1,140 @@
+// Relative positions: Toeplitz blocks streamed out of per-head lookup rows, and the
+// T5 bucket boundaries. Compiled once per ISA.
+#include "posenc/relative.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "posenc/convert.hpp"
+#include "posenc/parallel.hpp"
+
+POSENC_BEGIN_TARGET
+namespace {
+
+// ---------------------------------------------------------------- streaming
+
+// Row i of batch b starts at this element of the lookup rows.
+inline const char* lut_row(const ToeplitzArgs& a, std::size_t item_size, std::int64_t b, std::int64_t i) {
+    const std::int64_t lut_len = (a.rows + a.cols - 1) * a.step;
+    const std::int64_t index = (b % a.lut_rows) * lut_len + (a.rows - 1 - i) * a.step;
+    return static_cast<const char*>(a.lut) + index * static_cast<std::int64_t>(item_size);
+}
+
+// Work items are (batch, row) pairs in memory order of a C-contiguous operand, split
+// into contiguous chunks: each thread streams one region of the output.
+template <class Body>
+inline void for_each_row(const ToeplitzArgs& a, std::int64_t batches, Body&& body) {
+    const std::int64_t items = batches * a.rows;
+    const int threads = plan_threads(items, a.cols * a.step);
+    parallel_chunks(items, threads, [&](std::int64_t begin, std::int64_t end, int) {
+        for (std::int64_t item = begin; item < end; ++item) body(item / a.rows, item % a.rows);
+    });
+}
+
+// U is an unsigned integer of the element width: the copy never looks at values.
+template <class U>
+void copy(const ToeplitzArgs& a, void* out_v, const RowLayout& ol) {
+    U* out = static_cast<U*>(out_v);
+    const std::int64_t n = a.cols * a.step, cs = ol.col_stride;
+    for_each_row(a, ol.batches, [&](std::int64_t b, std::int64_t i) {
+        const U* src = reinterpret_cast<const U*>(lut_row(a, sizeof(U), b, i));
+        U* dst = out + ol.batch_offsets[b] + i * ol.row_stride;
+        if (cs == 1) {
+            std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(U));
+        } else {
+            for (std::int64_t j = 0; j < n; ++j) dst[j * cs] = src[j];
+        }
+    });
+}
+
+// x + bias rounded once. float and double: the IEEE operation itself. float16 and
+// bfloat16: their sum is exact in double, so rounding it once to T is the correct sum.
+inline float sum_once(float x, float b) { return x + b; }
+inline double sum_once(double x, double b) { return x + b; }
+template <class T>
+inline T sum_once(T x, T b) { return store<T>(load(x) + load(b)); }
+
+template <bool kContiguous, class T>
+inline void add_row(const T* __restrict x, std::int64_t xcs, const T* __restrict bias, T* out, std::int64_t ocs,
+                    std::int64_t n) {
+    if (kContiguous) xcs = ocs = 1;
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) out[j * ocs] = sum_once(x[j * xcs], bias[j]);
+}
+
+template <class T>
+void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_v, const RowLayout& ol) {
+    const T* x = static_cast<const T*>(x_v);
+    T* out = static_cast<T*>(out_v);
+    const bool contiguous = xl.col_stride == 1 && ol.col_stride == 1;
+    for_each_row(a, ol.batches, [&](std::int64_t b, std::int64_t i) {
+        const T* bias = reinterpret_cast<const T*>(lut_row(a, sizeof(T), b, i));
+        const T* xi = x + xl.batch_offsets[b] + i * xl.row_stride;
+        T* oi = out + ol.batch_offsets[b] + i * ol.row_stride;
+        // x and out are either the same memory or disjoint (the Python layer refuses
+        // partial overlap), so the loop may read and write through them freely.
+        if (contiguous) add_row<true>(xi, 1, bias, oi, 1, a.cols);
+        else add_row<false>(xi, xl.col_stride, bias, oi, ol.col_stride, a.cols);
+    });
+}
+
+// ---------------------------------------------------------------- T5 boundaries
+
+// T5's log bucket of a distance n ≥ max_exact, before the clamp, in the reference's
+// float32 arithmetic (Hugging Face T5Attention._relative_position_bucket, after
+// mesh-tensorflow):  int(log(float(n) / max_exact) / log(max_distance / max_exact) · (half − max_exact)).
+// Each operation rounds to float32; the divisor is the Python float log rounded to
+// float32 as PyTorch does with a scalar; the log is the correctly rounded float32 one
+// (float64 log of the float32 argument, rounded once). Monotone in n, since every
+// step is a monotone, correctly rounded operation.
+struct T5Chain {
+    float max_exact, log_ratio, log_buckets;
+
+    std::int64_t operator()(std::int64_t n) const {
+        const float x = static_cast<float>(n) / max_exact;
+        const float log_x = static_cast<float>(std::log(static_cast<double>(x)));
+        const float scaled = log_x / log_ratio * log_buckets;  // two float32 roundings, as the reference
+        return static_cast<std::int64_t>(scaled);               // truncation toward zero (scaled ≥ 0)
+    }
+};
+
+// Distances are searched up to 2^62: past that, |d| of an int64 cannot be taken anyway.
+constexpr std::int64_t kFarthest = std::int64_t(1) << 62;
+constexpr std::int64_t kNever = INT64_MAX;
+
+void t5_thresholds(std::int64_t half, std::int64_t max_exact, std::int64_t max_distance, std::int64_t* out) {
+    const T5Chain chain{static_cast<float>(max_exact),
+                        static_cast<float>(std::log(static_cast<double>(max_distance) / static_cast<double>(max_exact))),
+                        static_cast<float>(half - max_exact)};
+    // Thresholds increase with c, so each search starts at the previous one. Since
+    // the chain is monotone, a bisection finds the exact first distance: the float32
+    // rounding decides, not the real-valued formula.
+    std::int64_t lo = max_exact;
+    for (std::int64_t c = 1; c < half - max_exact; ++c) {
+        std::int64_t hi = lo > max_distance ? lo : max_distance;
+        while (hi < kFarthest && chain(hi) < c) hi = hi > kFarthest / 2 ? kFarthest : 2 * hi;
+        if (chain(hi) < c) {
+            for (; c < half - max_exact; ++c) out[c - 1] = kNever;
+            return;
+        }
+        // chain(lo − 1) < c ≤ chain(hi) (lo − 1 is below every distance with offset ≥ c).
+        std::int64_t below = lo - 1;
+        while (hi - below > 1) {
+            const std::int64_t mid = below + (hi - below) / 2;
+            if (chain(mid) >= c) hi = mid;
+            else below = mid;
+        }
+        out[c - 1] = hi;
+        lo = hi;
+    }
+}
+
+}  // namespace
+
+extern const RelativeKernels relative = {
+    {copy<std::uint8_t>, copy<std::uint16_t>, copy<std::uint32_t>, copy<std::uint64_t>},
+    {add<float>, add<double>, add<half_t>, add<bfloat16_t>},
+    t5_thresholds,
+};
+
+POSENC_END_TARGET

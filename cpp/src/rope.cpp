@@ -1,0 +1,276 @@
+// Rotary embeddings: rotate feature pairs of q and k by position·ω_j. Compiled once per ISA.
+//
+// Memory is the bound: in place, every byte of x is read once and written
+// once. Work goes in blocks of kAnchorRows rows of one position group: the
+// block's cos/sin (already multiplied by the attention scaling, sin negated
+// for the inverse) are computed once into a small table that stays in L1,
+// then applied to every unit (head) of every operand (q and k). Angles come
+// from angles.hpp in float64: exact anchors at every block start and the
+// angle-addition recurrence in between, or a direct vector sincos per row
+// when positions are not consecutive (per-batch positions, M-RoPE).
+//
+// Precision: float64, float16 and bfloat16 data rotate in float64 and are
+// rounded once. float32 data rotate in float32, with cos/sin rounded to
+// float32 once: each output is u·c − v·s with |c|, |s| ≤ 1 off by at most
+// 2^-25 each, and two roundings of the products, so the error is below
+// ~3·2^-24·max(|u|, |v|) (≈ 2e-7 for inputs of magnitude 1) at any position,
+// against the 4e-6 target; the angles themselves are exact to ~1e-9 rad at
+// positions of 2^23. Doing the float32 rotation in float32 halves the
+// register width per element and keeps the loop at memory speed.
+#include "posenc/rope.hpp"
+
+#include "posenc/angles.hpp"
+#include "posenc/convert.hpp"
+#include "posenc/parallel.hpp"
+#include "posenc/scratch.hpp"
+
+POSENC_BEGIN_TARGET
+namespace {
+
+// The arithmetic type of the rotation for storage type T (see the header).
+template <class T> struct ComputeOf { using type = double; };
+template <> struct ComputeOf<float> { using type = float; };
+
+template <class R, class T> inline R load_as(T v) { return static_cast<R>(load(v)); }
+template <> inline float load_as<float, float>(float v) { return v; }
+inline float to_storage(float v, float*) { return v; }
+template <class T> inline T to_storage(double v, T*) { return store<T>(v); }
+
+// One vector of `cols` features: rotate the 2·half leading ones, copy the
+// rest when out is not x. x and o may be the same memory: each lane reads
+// its own pair before writing it, so there is no dependence between lanes.
+// kHalf > 0 fixes the pair count at compile time (head_dim 64 and 128 with
+// full rotation): the loop then unrolls completely, without the prologue and
+// epilogue that otherwise cost as much as the 4-8 vector iterations of a head.
+template <bool kInterleaved, bool kContiguous, std::int64_t kHalf, class T, class R>
+inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, const R* __restrict c,
+                          const R* __restrict s, std::int64_t half, std::int64_t cols, bool copy_tail) {
+    if (kContiguous) xs = os = 1;
+    if (kHalf > 0) half = kHalf;
+    if (kInterleaved) {
+        // Interleaved tables hold each pair's cos twice and its sin as
+        // (−s, +s) (see block_table), so out = x·c + swap(x)·s: contiguous
+        // loads and stores and one in-register swap, where the (u, v) form
+        // needs de- and re-interleaving shuffles.
+#pragma omp simd
+        for (std::int64_t i = 0; i < half; ++i) {
+            const std::int64_t j = 2 * i;
+            const R u = load_as<R>(x[j * xs]), v = load_as<R>(x[(j + 1) * xs]);
+            o[j * os] = to_storage(u * c[j] + v * s[j], static_cast<T*>(nullptr));
+            o[(j + 1) * os] = to_storage(v * c[j + 1] + u * s[j + 1], static_cast<T*>(nullptr));
+        }
+    } else {
+#pragma omp simd
+        for (std::int64_t i = 0; i < half; ++i) {
+            const R u = load_as<R>(x[i * xs]), v = load_as<R>(x[(i + half) * xs]);
+            o[i * os] = to_storage(u * c[i] - v * s[i], static_cast<T*>(nullptr));
+            o[(i + half) * os] = to_storage(v * c[i] + u * s[i], static_cast<T*>(nullptr));
+        }
+    }
+    if (copy_tail)
+        for (std::int64_t j = 2 * half; j < cols; ++j) o[j * os] = x[j * xs];
+}
+
+// Units [u0, u1) of one operand over rows [r0, r1) of group g; table row
+// r − r0 holds that row's cos and sin.
+template <bool kInterleaved, bool kContiguous, std::int64_t kHalf, class T, class R>
+void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1, std::int64_t r0,
+                  std::int64_t r1, const R* ct, const R* st, std::int64_t half) {
+    const T* x = static_cast<const T*>(op.x);
+    T* o = static_cast<T*>(op.out);
+    const std::int64_t* xo = op.xl.offsets + g * op.units;
+    const std::int64_t* oo = op.ol.offsets + g * op.units;
+    const std::int64_t xr = op.xl.row_stride, orr = op.ol.row_stride, xs = op.xl.col_stride, os = op.ol.col_stride;
+    const std::int64_t width = kInterleaved ? 2 * half : half;  // table row length
+    auto one = [&](std::int64_t u, std::int64_t r) {
+        const std::int64_t k = (r - r0) * width;
+        rotate_vector<kInterleaved, kContiguous, kHalf>(x + xo[u] + r * xr, xs, o + oo[u] + r * orr, os, ct + k, st + k,
+                                                 half, op.cols, op.copy_tail);
+    };
+    // Walk memory in the order it is laid out: [seq, heads] rows first,
+    // [heads, seq] units first.
+    if (op.rows_outer) {
+        for (std::int64_t r = r0; r < r1; ++r)
+            for (std::int64_t u = u0; u < u1; ++u) one(u, r);
+    } else {
+        for (std::int64_t u = u0; u < u1; ++u)
+            for (std::int64_t r = r0; r < r1; ++r) one(u, r);
+    }
+}
+
+template <class T, class R>
+void rotate_units(const RopeArgs& a, const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1,
+                  std::int64_t r0, std::int64_t r1, const R* ct, const R* st) {
+    const bool contiguous = op.xl.col_stride == 1 && op.ol.col_stride == 1;
+    const std::int64_t h = a.half;
+    if (a.interleaved) {
+        if (!contiguous) rotate_block<true, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        else if (h == 64) rotate_block<true, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        else if (h == 32) rotate_block<true, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        else rotate_block<true, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, h);
+    } else {
+        if (!contiguous) rotate_block<false, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        else if (h == 64) rotate_block<false, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        else if (h == 32) rotate_block<false, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        else rotate_block<false, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, h);
+    }
+}
+
+inline Positions group_positions(const RopeArgs& a, std::int64_t axis, std::int64_t g) {
+    if (!a.positions) return {nullptr, a.start};
+    return {a.positions + (axis * a.groups + g) * a.rows, 0.0};
+}
+
+// Per-thread buffers: float64 sin/cos of the current row and M-RoPE angles.
+struct RowScratch {
+    double* s;
+    double* c;
+    double* theta;
+};
+
+// cos/sin of rows [r0, r1) of group g, times the attention scaling (sin
+// negated for the inverse), rounded once to R into ct/st ([rows, half]).
+template <class R>
+void block_table(const RopeArgs& a, const AngleStep& step, std::int64_t g, std::int64_t r0, std::int64_t r1,
+                 const RowScratch& w, R* ct, R* st) {
+    const std::int64_t half = a.half;
+    const double cs = a.scale, ss = a.inverse ? -a.scale : a.scale;
+    AngleRows angles(group_positions(a, 0, g), a.inv_freq, half, step, w.s, w.c);
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const double* s;
+        const double* c;
+        if (a.pair_axis) {
+            // M-RoPE: each pair has its own position; evaluate the row directly.
+            for (std::int64_t j = 0; j < half; ++j)
+                w.theta[j] = a.positions ? position_at(group_positions(a, a.pair_axis[j], g), r) * a.inv_freq[j]
+                                         : (a.start + static_cast<double>(r)) * a.inv_freq[j];
+            sincos_scaled(1.0, w.theta, w.s, w.c, half);
+            s = w.s;
+            c = w.c;
+        } else {
+            angles.seek(r);
+            s = angles.s();
+            c = angles.c();
+        }
+        if (a.interleaved) {  // [c0 c0 c1 c1 ...], [−s0 s0 −s1 s1 ...]
+            R* cr = ct + (r - r0) * 2 * half;
+            R* sr = st + (r - r0) * 2 * half;
+#pragma omp simd
+            for (std::int64_t j = 0; j < half; ++j) {
+                const R cj = static_cast<R>(cs * c[j]), sj = static_cast<R>(ss * s[j]);
+                cr[2 * j] = cj;
+                cr[2 * j + 1] = cj;
+                sr[2 * j] = -sj;
+                sr[2 * j + 1] = sj;
+            }
+        } else {
+            R* cr = ct + (r - r0) * half;
+            R* sr = st + (r - r0) * half;
+#pragma omp simd
+            for (std::int64_t j = 0; j < half; ++j) {
+                cr[j] = static_cast<R>(cs * c[j]);
+                sr[j] = static_cast<R>(ss * s[j]);
+            }
+        }
+    }
+}
+
+template <class T>
+void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
+    using R = typename ComputeOf<T>::type;
+    const std::int64_t half = a.half;
+    std::int64_t units = 0, cost = 0;
+    for (int i = 0; i < n_ops; ++i) {
+        units += ops[i].units;
+        cost += ops[i].units * ops[i].cols;
+    }
+    if (units == 0 || a.rows == 0 || a.groups == 0) return;
+    // Work items are (group, block of rows, slice of units): a decode step
+    // (one row) with many heads still splits over threads.
+    const std::int64_t blocks = (a.rows + kAnchorRows - 1) / kAnchorRows;
+    const std::int64_t row_blocks = a.groups * blocks;
+    // A rotated element costs a fraction of an "operation" of plan_threads
+    // (8-16 per vector instruction, streamed): count 4 per operation, so a
+    // second thread starts from ~2^18 elements (1 MB of float32), and a
+    // decode step (one row per sequence) stays on the calling thread, where
+    // waking a pool would cost more than the work.
+    const std::int64_t elements = a.groups * a.rows * cost;
+    int threads = plan_threads(row_blocks * units, elements / (4 * row_blocks * units) + 1);
+    const std::int64_t slices = row_blocks < threads ? (units < threads ? units : threads) : 1;
+    const std::int64_t items = row_blocks * slices;
+    threads = threads < items ? threads : static_cast<int>(items);
+
+    // Per thread: the block's cos and sin tables (R ≤ double each, rows of
+    // 2·half when interleaved) and three float64 rows; plus the
+    // one-position step shared by all.
+    const std::int64_t table = kAnchorRows * 2 * half;
+    const std::int64_t per_thread = 2 * table + 3 * half;
+    Scratch scratch(2 * half + per_thread * threads);
+    const AngleStep step{scratch.data(), scratch.data() + half};
+    sincos_scaled(1.0, a.inv_freq, scratch.data(), scratch.data() + half, half);
+
+    // Items are handed out one at a time from a shared counter rather than
+    // in fixed halves: on a loaded machine a descheduled thread then delays
+    // the call by one item, not by half the work. Each item's arithmetic
+    // does not depend on which thread runs it, so results stay identical.
+    std::int64_t next = 0;
+    parallel_chunks(threads, threads, [&](std::int64_t, std::int64_t, int t) {
+        double* mine = scratch.data() + 2 * half + per_thread * t;
+        R* ct = reinterpret_cast<R*>(mine);
+        R* st = ct + table;  // packed: both tables share as few cache lines as possible
+        const RowScratch w{mine + 2 * table, mine + 2 * table + half, mine + 2 * table + 2 * half};
+        for (;;) {
+            std::int64_t item;
+#pragma omp atomic capture
+            item = next++;
+            if (item >= items) break;
+            const std::int64_t slice = item % slices, rb = item / slices;
+            const std::int64_t g = rb / blocks, r0 = (rb % blocks) * kAnchorRows;
+            const std::int64_t r1 = r0 + kAnchorRows < a.rows ? r0 + kAnchorRows : a.rows;
+            block_table(a, step, g, r0, r1, w, ct, st);
+            const std::int64_t u0 = units * slice / slices, u1 = units * (slice + 1) / slices;
+            std::int64_t first = 0;  // operand i holds units [first, first + units_i)
+            for (int i = 0; i < n_ops; ++i) {
+                const std::int64_t lo = u0 > first ? u0 - first : 0;
+                const std::int64_t hi = u1 - first < ops[i].units ? u1 - first : ops[i].units;
+                if (lo < hi) rotate_units<T>(a, ops[i], g, lo, hi, r0, r1, ct, st);
+                first += ops[i].units;
+            }
+        }
+    });
+}
+
+template <class T>
+void cos_sin(const RopeArgs& a, void* cos_out, void* sin_out) {
+    const std::int64_t half = a.half;
+    const std::int64_t blocks = (a.rows + kAnchorRows - 1) / kAnchorRows;
+    const int threads = plan_threads(blocks, kAnchorRows * 2 * (half + 2));
+    Scratch scratch(2 * half + 2 * half * threads);
+    const AngleStep step{scratch.data(), scratch.data() + half};
+    sincos_scaled(1.0, a.inv_freq, scratch.data(), scratch.data() + half, half);
+    T* co = static_cast<T*>(cos_out);
+    T* so = static_cast<T*>(sin_out);
+    parallel_chunks(blocks, threads, [&](std::int64_t begin, std::int64_t end, int t) {
+        double* mine = scratch.data() + 2 * half * (t + 1);
+        AngleRows angles(group_positions(a, 0, 0), a.inv_freq, half, step, mine, mine + half);
+        for (std::int64_t r = begin * kAnchorRows; r < end * kAnchorRows && r < a.rows; ++r) {
+            angles.seek(r);
+            const double* s = angles.s();
+            const double* c = angles.c();
+#pragma omp simd
+            for (std::int64_t j = 0; j < half; ++j) {
+                co[r * half + j] = store<T>(a.scale * c[j]);
+                so[r * half + j] = store<T>(a.scale * s[j]);
+            }
+        }
+    });
+}
+
+}  // namespace
+
+extern const RopeKernels rope = {
+    {apply<float>, apply<double>, apply<half_t>, apply<bfloat16_t>},
+    {cos_sin<float>, cos_sin<double>, cos_sin<half_t>, cos_sin<bfloat16_t>},
+};
+
+POSENC_END_TARGET

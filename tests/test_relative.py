@@ -1,0 +1,697 @@
+"""The relative family: T5 parity with the PyTorch reference, ALiBi against its authors and BLOOM,
+Shaw clipping, native (every ISA) against the NumPy reference, Toeplitz structure, bad input.
+
+Integer outputs and every float output are compared for exact (bitwise) equality: each
+value is one rounding of a float64 quantity (or a copy), so there is nothing to tolerate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import posenc
+from posenc import reference as ref
+from posenc.reference import _relative as ref_rel
+
+from helpers import FLOAT_DTYPES, strided_view
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - depends on the environment
+    torch = None
+
+requires_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed")
+
+
+def same_bits(a, b):
+    """Exact equality, signed zeros included."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
+    if a.dtype.kind == "f" or a.dtype.itemsize == 2 and a.dtype.kind == "V":
+        a, b = a.view(f"u{a.dtype.itemsize}"), b.view(f"u{b.dtype.itemsize}")
+    if a.dtype == posenc._checks.BFLOAT16:
+        a, b = a.view(np.uint16), b.view(np.uint16)
+    np.testing.assert_array_equal(a, b)
+
+
+def hf_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    """Hugging Face T5Attention._relative_position_bucket (transformers when installed, else verbatim)."""
+    try:
+        from transformers.models.t5.modeling_t5 import T5Attention
+
+        return T5Attention._relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)
+    except ImportError:
+        pass
+    relative_buckets = 0
+    if bidirectional:
+        num_buckets //= 2
+        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
+        relative_position = torch.abs(relative_position)
+    else:
+        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    max_exact = num_buckets // 2
+    is_small = relative_position < max_exact
+    relative_position_if_large = max_exact + (
+        torch.log(relative_position.float() / max_exact)
+        / math.log(max_distance / max_exact)
+        * (num_buckets - max_exact)
+    ).to(torch.long)
+    relative_position_if_large = torch.min(
+        relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1)
+    )
+    relative_buckets += torch.where(is_small, relative_position, relative_position_if_large)
+    return relative_buckets
+
+
+def t5_grid():
+    """(bidirectional, num_buckets, max_distance): tiny, odd, default and large, every boundary kind."""
+    configs = []
+    for bidirectional in (True, False):
+        for nb in list(range(2, 67)) + [80, 96, 100, 127, 128, 200, 256, 320, 512]:
+            me = (nb // 2 if bidirectional else nb) // 2
+            if me < 1:
+                continue
+            mds = {me + 1, me + 2, me + 3, 2 * me, 2 * me + 1, 3 * me, 4 * me, 16, 27, 32, 64, 100, 128, 129,
+                   160, 255, 256, 288, 300, 512, 1000, 1024, 2048, 5000}
+            configs += [(bidirectional, nb, md) for md in sorted(mds) if md > me]
+    return configs
+
+
+# ---------------------------------------------------------------- T5 parity with the reference model
+
+def exact_boundary(bidirectional, nb, md, n, bucket):
+    """Whether distance magnitude n sits exactly on the start of log bucket ``bucket`` in exact arithmetic:
+    log(n/me) / log(md/me) · (half - me) == bucket - me, i.e. (n/me)^(half-me) == (md/me)^(bucket-me)."""
+    half = nb // 2 if bidirectional else nb
+    me = half // 2
+    k, c = half - me, (bucket % half) - me
+    return 0 < c < k and n**k * me**c == md**c * me**k
+
+
+@requires_torch
+@pytest.mark.parametrize("backend", ["native", "reference"])
+def test_t5_bucket_identical_to_torch_exhaustively(backend):
+    """Every distance in [-2·max_distance-10, 2·max_distance+10] for ~3000 parameter sets, both backends.
+
+    Identical everywhere except at distances where the formula's exact value is an integer
+    (a bucket start hit exactly, e.g. num_buckets=34, max_distance=27, |d|=12: log(1.5)/log(3.375)·9 = 3).
+    There the float32 result hinges on the last bit of the float32 log, and PyTorch on x86 takes its
+    log from MKL (vmsLn, not correctly rounded, checked below); posenc uses the correctly rounded
+    log. Those distances are listed, proven exact with integer arithmetic, and must be the only ones.
+    """
+    if backend == "native" and posenc._backend.native is None:
+        pytest.skip("no compiled core")
+    previous = posenc.get_backend()
+    posenc.set_backend(backend)
+    try:
+        mismatches, tie_breaks, checked = [], [], 0
+        for bidirectional, nb, md in t5_grid():
+            d = np.arange(-2 * md - 10, 2 * md + 11)
+            expected = hf_bucket(torch.from_numpy(d), bidirectional, nb, md).numpy()
+            got = posenc.t5_bucket(d, bidirectional=bidirectional, num_buckets=nb, max_distance=md)
+            assert got.dtype == np.int32
+            checked += d.size
+            for i in np.nonzero(got != expected)[0]:
+                n, hi = abs(int(d[i])), int(max(got[i], expected[i]))
+                entry = (bidirectional, nb, md, int(d[i]), int(expected[i]), int(got[i]))
+                if abs(int(got[i]) - int(expected[i])) == 1 and exact_boundary(bidirectional, nb, md, n, hi):
+                    tie_breaks.append(entry)
+                else:
+                    mismatches.append(entry)
+        assert not mismatches, mismatches[:10]
+        assert len(tie_breaks) <= 1e-4 * checked, tie_breaks[:10]
+    finally:
+        posenc.set_backend(previous)
+
+
+@requires_torch
+def test_torch_float32_log_is_not_correctly_rounded():
+    """Why exact boundaries can differ: PyTorch's float32 log (MKL on x86) is off by an ulp at 1.5."""
+    correctly_rounded = np.float32(math.log(1.5))
+    if torch.log(torch.tensor([1.5]))[0].item() == correctly_rounded:
+        pytest.skip("this PyTorch build's log is correctly rounded at 1.5")
+    assert exact_boundary(True, 34, 27, 12, 11)
+    assert int(posenc.t5_bucket(-12, num_buckets=34, max_distance=27)) == 10  # float32 chain, correctly rounded log
+    assert int(hf_bucket(torch.tensor([-12]), True, 34, 27)[0]) == 11
+
+
+# Parameter sets whose boundary distance lands in a different bucket in float64 arithmetic:
+# (bidirectional, num_buckets, max_distance, distance, float32 bucket (the reference's), float64 bucket).
+FLOAT32_BOUNDARIES = [
+    (True, 18, 128, -64, 8, 7),
+    (True, 20, 160, -80, 9, 8),
+    (True, 34, 27, -18, 13, 14),
+    (True, 38, 16, -12, 14, 13),
+    (True, 38, 288, -144, 17, 16),
+    (True, 72, 50, -30, 26, 27),
+    (True, 96, 81, -54, 39, 40),
+]
+
+
+def float64_bucket(d, bidirectional, nb, md):
+    """The same formula in float64: what a straightforward NumPy port computes."""
+    ret = 0
+    if bidirectional:
+        nb //= 2
+        ret = nb if d > 0 else 0
+        n = abs(d)
+    else:
+        n = max(-d, 0)
+    me = nb // 2
+    if n < me:
+        return ret + n
+    return ret + min(me + int(math.log(n / me) / math.log(md / me) * (nb - me)), nb - 1)
+
+
+@pytest.mark.parametrize("bidirectional,nb,md,d,bucket32,bucket64", FLOAT32_BOUNDARIES)
+def test_t5_float32_boundaries(isa, bidirectional, nb, md, d, bucket32, bucket64):
+    assert float64_bucket(d, bidirectional, nb, md) == bucket64 != bucket32
+    kw = dict(bidirectional=bidirectional, num_buckets=nb, max_distance=md)
+    assert int(posenc.t5_bucket(d, **kw)) == bucket32
+    assert int(ref.t5_bucket(d, **kw)) == bucket32
+    assert posenc.t5_buckets(1, 1, offset=-d, **kw)[0, 0] == bucket32
+
+
+def test_t5_published_default_buckets(isa):
+    """The default (32 buckets, 128) boundaries every T5 port reproduces: 8 exact, then 12, 16, 23, 32, 46, 64, 91."""
+    starts = [0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 23, 32, 46, 64, 91]
+    for bucket, first in enumerate(starts):
+        last = starts[bucket + 1] - 1 if bucket + 1 < len(starts) else 10**6
+        for d in {first, last}:
+            assert posenc.t5_bucket(-d) == bucket
+            assert posenc.t5_bucket(d) == (16 + bucket if d > 0 else 0)
+    # Unidirectional: 16 exact buckets, then 16 log buckets up to 128.
+    assert posenc.t5_bucket(-15, bidirectional=False) == 15 and posenc.t5_bucket(-128, bidirectional=False) == 31
+
+
+@given(
+    values=st.lists(st.integers(-(2**63), 2**63 - 1), max_size=60),
+    dtype=st.sampled_from([np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64]),
+    bidirectional=st.booleans(),
+    nb=st.integers(2, 300),
+    md=st.integers(1, 5000),
+)
+def test_t5_bucket_matches_reference(isa, values, dtype, bidirectional, nb, md):
+    info = np.iinfo(dtype)
+    d = np.array([min(max(v, info.min), info.max) for v in values], dtype)
+    kw = dict(bidirectional=bidirectional, num_buckets=nb, max_distance=md)
+    try:
+        expected = ref.t5_bucket(d, **kw)
+    except ValueError:
+        with pytest.raises(ValueError):
+            posenc.t5_bucket(d, **kw)
+        return
+    got = posenc.t5_bucket(d, **kw)
+    same_bits(got, expected)
+    assert ((got >= 0) & (got < nb)).all()
+
+
+def test_t5_bucket_shapes_and_extremes(isa):
+    assert posenc.t5_bucket(5).shape == () and posenc.t5_bucket(5).dtype == np.int32
+    x = np.arange(-30, 30).reshape(3, 4, 5)
+    same_bits(posenc.t5_bucket(x), ref.t5_bucket(x))
+    extremes = np.array([np.iinfo(np.int64).min, -(2**62) - 1, 2**62 + 1, np.iinfo(np.int64).max])
+    same_bits(posenc.t5_bucket(extremes), np.array([15, 15, 31, 31], np.int32))
+    same_bits(posenc.t5_bucket(np.array([2**64 - 1], np.uint64)), np.array([31], np.int32))
+    # Huge max_distance: boundaries found by search, not by a table of max_distance entries.
+    d = np.array([-(10**15), -(10**12), -(10**9), -1000, -20])
+    kw = dict(num_buckets=64, max_distance=10**12)
+    same_bits(posenc.t5_bucket(d, **kw), ref.t5_bucket(d, **kw))
+    assert len(posenc.t5_bucket([]).tolist()) == 0
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+@pytest.mark.parametrize("nb,md", [(32, 128), (7, 20), (64, 1000), (3, 2), (320, 5000)])
+def test_t5_bucket_structure(isa, bidirectional, nb, md):
+    """Independent of any reference: monotone in |d| per direction, exact below max_exact, symmetric halves."""
+    half = nb // 2 if bidirectional else nb
+    me = half // 2
+    if me < 1 or md <= me:
+        pytest.skip("invalid parameters")
+    n = np.arange(0, 4 * md + 10)
+    toward_past = posenc.t5_bucket(-n, bidirectional=bidirectional, num_buckets=nb, max_distance=md)
+    assert (np.diff(toward_past) >= 0).all()
+    np.testing.assert_array_equal(toward_past[:me], n[:me])
+    assert toward_past[md:].min() == half - 1 and toward_past.max() == half - 1
+    future = posenc.t5_bucket(n, bidirectional=bidirectional, num_buckets=nb, max_distance=md)
+    if bidirectional:
+        np.testing.assert_array_equal(future[1:], toward_past[1:] + half)
+        assert future[0] == 0
+    else:
+        assert not future.any()
+
+
+def assert_toeplitz(block):
+    """block[..., i + 1, j + 1] == block[..., i, j]: a function of j - i only."""
+    same_bits(block[..., 1:, 1:], block[..., :-1, :-1])
+
+
+@given(q=st.integers(0, 70), k=st.integers(0, 70), offset=st.integers(-100, 300), bidirectional=st.booleans(),
+       nb=st.sampled_from([2, 4, 5, 16, 32, 33, 64]), md=st.sampled_from([3, 20, 128, 129, 400]),
+       use_out=st.booleans(), seed=st.integers(0, 2**31))
+def test_t5_buckets_matches_reference(isa, q, k, offset, bidirectional, nb, md, use_out, seed):
+    kw = dict(offset=offset, bidirectional=bidirectional, num_buckets=nb, max_distance=md)
+    try:
+        expected = ref.t5_buckets(q, k, **kw)
+    except ValueError:
+        return
+    out = strided_view(np.full((q, k), 7, np.int32), np.random.default_rng(seed)) if use_out else None
+    got = posenc.t5_buckets(q, k, out=out, **kw)
+    if use_out:
+        assert got is out
+    same_bits(got, expected)
+    assert_toeplitz(got)
+    i, j = np.meshgrid(np.arange(q), np.arange(k), indexing="ij")
+    same_bits(got, ref.t5_bucket(j - (offset + i), bidirectional=bidirectional, num_buckets=nb, max_distance=md))
+
+
+def test_t5_buckets_kv_cache_step(isa):
+    """A decoding step (q=1, offset=k-1) is the last row of the full block."""
+    full = posenc.t5_buckets(300, 300, bidirectional=False)
+    for q in (1, 5):
+        step = posenc.t5_buckets(q, 300, offset=300 - q, bidirectional=False)
+        same_bits(step, full[-q:])
+
+
+@given(q=st.integers(0, 40), k=st.integers(0, 40), heads=st.integers(1, 5), nb=st.sampled_from([8, 32, 33]),
+       dtype=st.sampled_from(FLOAT_DTYPES), offset=st.integers(-50, 50), bidirectional=st.booleans(),
+       use_out=st.booleans(), seed=st.integers(0, 2**31))
+def test_t5_bias_matches_reference(isa, q, k, heads, nb, dtype, offset, bidirectional, use_out, seed):
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal((nb, heads)).astype(dtype)
+    if rng.random() < 0.5:
+        table = strided_view(table, rng)
+    kw = dict(offset=offset, bidirectional=bidirectional, max_distance=40)
+    expected = ref.t5_bias(table, q, k, **kw)
+    out = strided_view(np.zeros((heads, q, k), dtype), rng) if use_out else None
+    got = posenc.t5_bias(table, q, k, out=out, **kw)
+    assert got.shape == (heads, q, k) and got.dtype == np.dtype(dtype)
+    same_bits(got, expected)
+    assert_toeplitz(got)
+    buckets = posenc.t5_buckets(q, k, offset=offset, bidirectional=bidirectional, num_buckets=nb, max_distance=40)
+    same_bits(got, np.moveaxis(np.asarray(table)[buckets], -1, 0))
+
+
+@requires_torch
+def test_t5_bias_matches_hugging_face_compute_bias(isa):
+    """The bias T5Attention.compute_bias builds (embedding of HF buckets, permuted to [heads, q, k])."""
+    table = torch.randn(32, 8)
+    for q, k, bidirectional in [(1, 1, True), (37, 37, True), (20, 150, False), (200, 200, True)]:
+        ctx = torch.arange(q)[:, None] + (k - q)
+        mem = torch.arange(k)[None, :]
+        hf = table[hf_bucket(mem - ctx, bidirectional, 32, 128)].permute(2, 0, 1).numpy()
+        same_bits(posenc.t5_bias(table.numpy(), q, k, offset=k - q, bidirectional=bidirectional), hf)
+
+
+# ---------------------------------------------------------------- adding into scores
+
+@given(lead=st.lists(st.integers(0, 3), max_size=2), heads=st.integers(1, 4), q=st.integers(0, 40),
+       k=st.integers(0, 70), dtype=st.sampled_from(FLOAT_DTYPES), table_dtype=st.sampled_from(FLOAT_DTYPES),
+       offset=st.integers(-60, 60), mode=st.sampled_from(["new", "inplace", "strided", "strided-inplace", "out"]),
+       seed=st.integers(0, 2**31))
+def test_add_t5_bias_matches_reference(isa, lead, heads, q, k, dtype, table_dtype, offset, mode, seed):
+    rng = np.random.default_rng(seed)
+    scores = (rng.standard_normal(tuple(lead) + (heads, q, k)) * 4).astype(dtype)
+    table = rng.standard_normal((32, heads)).astype(table_dtype)
+    expected = ref.add_t5_bias(scores, table, offset=offset)
+    # Independent: NumPy's own sum with the bias in the scores' dtype.
+    if dtype != posenc._checks.BFLOAT16 and table_dtype == dtype:
+        same_bits(expected, scores + np.asarray(posenc.t5_bias(table, q, k, offset=offset)))
+    if mode.startswith("strided"):
+        scores = strided_view(scores, rng)
+    if mode.endswith("inplace"):
+        got = posenc.add_t5_bias(scores, table, offset=offset, out=scores)
+        assert got is scores
+    elif mode == "out":
+        out = np.zeros_like(scores)
+        assert posenc.add_t5_bias(scores, table, offset=offset, out=out) is out
+        got = out
+    else:
+        before = scores.copy()
+        got = posenc.add_t5_bias(scores, table, offset=offset)
+        same_bits(scores, before)
+    same_bits(got, expected)
+
+
+def test_add_into_a_slice_of_a_larger_buffer(isa):
+    """Strided scores (a slice of a bigger buffer) are updated in place, neighbours untouched."""
+    buf = np.random.default_rng(5).standard_normal((2, 3, 4, 30, 50)).astype(np.float32)
+    before = buf.copy()
+    view = buf[:, 1, :, ::2, 1::2][..., ::-1]
+    posenc.add_alibi(view, out=view, offset=3)
+    same_bits(view, ref.add_alibi(before[:, 1, :, ::2, 1::2][..., ::-1], offset=3))
+    mask = np.ones(buf.shape, bool)
+    mask[:, 1, :, ::2, 1::2] = False
+    same_bits(buf[mask], before[mask])
+    table = np.random.default_rng(6).standard_normal((32, 4)).astype(np.float32)
+    posenc.add_t5_bias(view, table, out=view, offset=3)
+    same_bits(buf[mask], before[mask])
+
+
+def test_add_misaligned_and_byteswapped(isa):
+    raw = np.zeros(4 * 2 * 9 * 11 + 1, np.uint8)
+    x = np.frombuffer(raw.data, dtype=np.float32, count=2 * 9 * 11, offset=1).reshape(2, 9, 11)
+    assert not x.flags.aligned
+    expected = ref.add_alibi(np.zeros((2, 9, 11), np.float32), offset=2)
+    same_bits(posenc.add_alibi(x, offset=2), expected)
+    same_bits(posenc.add_alibi(np.zeros((2, 9, 11), ">f4"), offset=2), expected)
+    writable = np.frombuffer(bytearray(4 * 2 * 9 * 11 + 1), dtype=np.float32, count=2 * 9 * 11, offset=1).reshape(2, 9, 11)
+    posenc.add_alibi(writable, offset=2, out=writable)
+    same_bits(writable, expected)
+
+
+def test_add_from_torch_in_place(isa):
+    if torch is None:
+        pytest.skip("PyTorch not installed")
+    t = torch.zeros(2, 4, 6, 6)
+    posenc.add_alibi(t.numpy(), out=t.numpy())
+    same_bits(t.numpy(), np.broadcast_to(posenc.alibi_bias(4, 6, 6), (2, 4, 6, 6)))
+
+
+def test_thread_count_does_not_change_results(isa):
+    scores = np.random.default_rng(7).standard_normal((2, 8, 300, 500)).astype(np.float32)
+    table = np.random.default_rng(8).standard_normal((32, 8)).astype(np.float32)
+    try:
+        posenc.set_num_threads(1)
+        one = (posenc.add_alibi(scores), posenc.add_t5_bias(scores, table), posenc.t5_buckets(700, 900))
+        posenc.set_num_threads(2)
+        two = (posenc.add_alibi(scores), posenc.add_t5_bias(scores, table), posenc.t5_buckets(700, 900))
+    finally:
+        posenc.set_num_threads(None)
+    for a, b in zip(one, two):
+        same_bits(a, b)
+
+
+# ---------------------------------------------------------------- ALiBi
+
+def authors_get_slopes(n):
+    """ofirpress/attention_with_linear_biases, fairseq/models/transformer.py, verbatim."""
+
+    def get_slopes_power_of_2(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        ratio = start
+        return [start * ratio**i for i in range(n)]
+
+    if math.log2(n).is_integer():
+        return get_slopes_power_of_2(n)
+    closest_power_of_2 = 2 ** math.floor(math.log2(n))
+    return get_slopes_power_of_2(closest_power_of_2) + authors_get_slopes(2 * closest_power_of_2)[0::2][: n - closest_power_of_2]
+
+
+@pytest.mark.parametrize("heads", list(range(1, 70)) + [80, 96, 100, 128, 255, 256, 1000])
+def test_alibi_slopes_are_the_authors(heads):
+    expected = np.array(authors_get_slopes(heads), np.float64)
+    same_bits(posenc.alibi_slopes(heads, np.float64), expected)
+    same_bits(posenc.alibi_slopes(heads), expected.astype(np.float32))
+    same_bits(posenc.alibi_slopes(heads, np.float16), expected.astype(np.float16))
+    if math.log2(heads).is_integer():  # closed form 2^(-8(i+1)/n), within float64 rounding of the product
+        closed = 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads)
+        np.testing.assert_allclose(posenc.alibi_slopes(heads, np.float64), closed, rtol=4e-16 * heads, atol=0)
+        if heads <= 8:
+            same_bits(posenc.alibi_slopes(heads, np.float64), closed)
+
+
+def test_alibi_slopes_known_values():
+    assert posenc.alibi_slopes(8).tolist() == [2.0**-k for k in range(1, 9)]
+    assert posenc.alibi_slopes(4).tolist() == [2.0**-k for k in (2, 4, 6, 8)]
+    # 12 heads: the 8 of 8, then 1st, 3rd, 5th, 7th of 16 (2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5).
+    np.testing.assert_allclose(posenc.alibi_slopes(12, np.float64)[8:], 2.0 ** -np.array([0.5, 1.5, 2.5, 3.5]),
+                               rtol=1e-15)
+
+
+@requires_torch
+def test_alibi_slopes_against_bloom():
+    """BLOOM's float32 pow: equal for 1..10 heads, then within the documented relative bounds."""
+    try:
+        from transformers.models.bloom.modeling_bloom import _get_alibi_slopes
+    except ImportError:
+        pytest.skip("transformers not installed")
+    worst = {64: 0.0, 128: 0.0, 256: 0.0}
+    for heads in range(1, 257):
+        bloom = _get_alibi_slopes(heads, "cpu").numpy()
+        ours = posenc.alibi_slopes(heads)
+        if heads <= 10:
+            same_bits(ours, bloom)
+        rel = float(np.max(np.abs(bloom.astype(np.float64) / posenc.alibi_slopes(heads, np.float64) - 1)))
+        for bound in worst:
+            if heads <= bound:
+                worst[bound] = max(worst[bound], rel)
+    assert worst[64] <= 4.8e-7 and worst[128] <= 6.8e-7 and worst[256] <= 2.3e-6, worst
+
+
+@given(heads=st.integers(1, 9), q=st.integers(0, 40), k=st.integers(0, 70), offset=st.integers(-2**40, 2**40),
+       symmetric=st.booleans(), dtype=st.sampled_from(FLOAT_DTYPES), custom=st.booleans(), use_out=st.booleans(),
+       seed=st.integers(0, 2**31))
+def test_alibi_bias_matches_reference(isa, heads, q, k, offset, symmetric, dtype, custom, use_out, seed):
+    rng = np.random.default_rng(seed)
+    slopes = rng.uniform(-3, 3, heads) if custom else None
+    kw = dict(offset=offset, symmetric=symmetric, slopes=slopes, dtype=dtype)
+    expected = ref.alibi_bias(heads, q, k, **kw)
+    out = strided_view(np.zeros((heads, q, k), dtype), rng) if use_out else None
+    got = posenc.alibi_bias(heads, q, k, out=out, **kw)
+    same_bits(got, expected)
+    assert_toeplitz(got)
+    # Independent: the definition, in float64, rounded once (exact for float32/float64/float16 via NumPy).
+    s = np.asarray(slopes if custom else ref.alibi_slopes(heads, np.float64), np.float64)
+    d = np.arange(k)[None, :] - (offset + np.arange(q)[:, None])
+    exact = s[:, None, None] * (-np.abs(d) if symmetric else d)
+    if np.dtype(dtype) != posenc._checks.BFLOAT16:
+        same_bits(got, exact.astype(dtype) + 0.0)
+    else:
+        np.testing.assert_allclose(got.astype(np.float64), exact, rtol=2.0**-8, atol=0)
+
+
+def test_alibi_sign_convention_and_bloom_softmax(isa):
+    """Causal: 0 on the diagonal, -slope per step back. BLOOM's slope·j gives the same softmax."""
+    bias = posenc.alibi_bias(4, 5, 5, dtype=np.float64)
+    slopes = posenc.alibi_slopes(4, np.float64)
+    np.testing.assert_array_equal(np.diagonal(bias, axis1=1, axis2=2), 0.0)
+    np.testing.assert_array_equal(bias[:, 3, 1], -2 * slopes)
+    np.testing.assert_array_equal(bias[:, 1, 3], 2 * slopes)
+    sym = posenc.alibi_bias(4, 5, 5, symmetric=True, dtype=np.float64)
+    np.testing.assert_array_equal(sym, -np.abs(bias))
+    scores = np.random.default_rng(9).standard_normal((4, 5, 5))
+    causal = np.tril(np.ones((5, 5), bool))
+
+    def softmax(x):
+        x = np.where(causal, x, -np.inf)
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    bloom = slopes[:, None, None] * np.arange(5)[None, None, :]
+    np.testing.assert_allclose(softmax(scores + bias), softmax(scores + bloom), rtol=1e-12, atol=1e-15)
+
+
+@given(lead=st.lists(st.integers(0, 3), max_size=2), heads=st.integers(1, 6), q=st.integers(0, 30),
+       k=st.integers(0, 60), dtype=st.sampled_from(FLOAT_DTYPES), offset=st.integers(-50, 50),
+       symmetric=st.booleans(), mode=st.sampled_from(["new", "inplace", "strided", "strided-inplace", "out"]),
+       custom=st.booleans(), seed=st.integers(0, 2**31))
+def test_add_alibi_matches_reference(isa, lead, heads, q, k, dtype, offset, symmetric, mode, custom, seed):
+    rng = np.random.default_rng(seed)
+    scores = (rng.standard_normal(tuple(lead) + (heads, q, k)) * 4).astype(dtype)
+    slopes = rng.uniform(0, 1, heads).astype(np.float32) if custom else None
+    kw = dict(offset=offset, symmetric=symmetric, slopes=slopes)
+    expected = ref.add_alibi(scores, **kw)
+    if np.dtype(dtype) != posenc._checks.BFLOAT16:  # NumPy's sum with the bias in the scores' dtype
+        bias = posenc.alibi_bias(heads, q, k, dtype=dtype, **kw)
+        same_bits(expected, scores + bias)
+    if mode.startswith("strided"):
+        scores = strided_view(scores, rng)
+    if mode.endswith("inplace"):
+        assert posenc.add_alibi(scores, out=scores, **kw) is scores
+        got = scores
+    elif mode == "out":
+        got = np.zeros_like(scores)
+        assert posenc.add_alibi(scores, out=got, **kw) is got
+    else:
+        got = posenc.add_alibi(scores, **kw)
+    same_bits(got, expected)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 97])
+def test_every_vector_tail(isa, k):
+    for dtype in FLOAT_DTYPES:
+        scores = np.random.default_rng(k).standard_normal((3, 5, k)).astype(dtype)
+        same_bits(posenc.add_alibi(scores, offset=k - 5), ref.add_alibi(scores, offset=k - 5))
+        same_bits(posenc.alibi_bias(3, 5, k, dtype=dtype), ref.alibi_bias(3, 5, k, dtype=dtype))
+
+
+# ---------------------------------------------------------------- positions and Shaw embeddings
+
+@given(q=st.integers(0, 50), k=st.integers(0, 50), offset=st.integers(-2**40, 2**40),
+       dtype=st.sampled_from([np.int64, np.int32, np.int16]), m=st.integers(0, 60), use_out=st.booleans(),
+       seed=st.integers(0, 2**31))
+def test_positions_match_reference(isa, q, k, offset, dtype, m, use_out, seed):
+    rng = np.random.default_rng(seed)
+    i, j = np.meshgrid(np.arange(q), np.arange(k), indexing="ij")
+    raw = j - (offset + i)
+    info = np.iinfo(dtype)
+    if q and k and (raw.min() < info.min or raw.max() > info.max):
+        with pytest.raises(ValueError, match="fit"):
+            posenc.relative_positions(q, k, offset=offset, dtype=dtype)
+    else:
+        out = strided_view(np.zeros((q, k), dtype), rng) if use_out else None
+        got = posenc.relative_positions(q, k, offset=offset, dtype=dtype, out=out)
+        same_bits(got, raw.astype(dtype))
+        same_bits(got, ref.relative_positions(q, k, offset=offset, dtype=dtype))
+    clipped = posenc.clipped_relative_positions(q, k, m, offset=offset, dtype=dtype)
+    same_bits(clipped, (np.clip(raw, -m, m) + m).astype(dtype))
+    same_bits(clipped, ref.clipped_relative_positions(q, k, m, offset=offset, dtype=dtype))
+    assert_toeplitz(clipped)
+
+
+@given(q=st.integers(0, 30), k=st.integers(0, 30), d=st.integers(0, 20), m=st.integers(0, 12),
+       offset=st.integers(-40, 40), dtype=st.sampled_from(FLOAT_DTYPES),
+       out_mode=st.sampled_from(["none", "strided", "transposed"]), seed=st.integers(0, 2**31))
+def test_relative_embeddings(isa, q, k, d, m, offset, dtype, out_mode, seed):
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal((2 * m + 1, d)).astype(dtype)
+    if rng.random() < 0.3:
+        table = strided_view(table, rng)
+    out = None
+    if out_mode == "strided":
+        out = strided_view(np.zeros((q, k, d), dtype), rng)
+    elif out_mode == "transposed":  # [k, d] axes that cannot merge
+        out = np.zeros((d, k, q), dtype).T
+    got = posenc.relative_embeddings(table, q, k, m, offset=offset, out=out)
+    if out is not None:
+        assert got is out
+    assert got.shape == (q, k, d) and got.dtype == np.dtype(dtype)
+    i, j = np.meshgrid(np.arange(q), np.arange(k), indexing="ij")
+    idx = np.clip(j - (offset + i), -m, m) + m  # Shaw et al. 2018, eq. (3)
+    same_bits(got, np.asarray(table)[idx])
+    same_bits(got, ref.relative_embeddings(table, q, k, m, offset=offset))
+    assert_toeplitz(np.moveaxis(got, -1, 0))
+
+
+# ---------------------------------------------------------------- reference backend, empty and bad input
+
+def test_reference_backend_is_used(reference_backend):
+    assert posenc.get_backend() == "reference"
+    same_bits(posenc.t5_buckets(10, 12), ref.t5_buckets(10, 12))
+    same_bits(posenc.add_alibi(np.ones((2, 3, 4), np.float32)), ref.add_alibi(np.ones((2, 3, 4), np.float32)))
+
+
+def test_empty_results(isa):
+    assert posenc.t5_buckets(0, 5).shape == (0, 5)
+    assert posenc.t5_buckets(5, 0).shape == (5, 0)
+    assert posenc.t5_bias(np.zeros((32, 3), np.float32), 0, 0).shape == (3, 0, 0)
+    assert posenc.alibi_bias(2, 0, 4).shape == (2, 0, 4)
+    assert posenc.add_alibi(np.zeros((0, 2, 3, 4), np.float32)).shape == (0, 2, 3, 4)
+    assert posenc.add_t5_bias(np.zeros((2, 0, 4), np.float32), np.zeros((32, 2), np.float32)).shape == (2, 0, 4)
+    assert posenc.relative_embeddings(np.zeros((3, 0), np.float32), 2, 2, 1).shape == (2, 2, 0)
+    assert posenc.relative_positions(0, 0).shape == (0, 0)
+
+
+T = np.zeros((32, 4), np.float32)
+S = np.zeros((2, 4, 5, 6), np.float32)
+BAD_CALLS = [
+    (lambda: posenc.t5_bucket(np.array([1.5])), TypeError, "relative_position"),
+    (lambda: posenc.t5_bucket(np.array([True])), TypeError, "relative_position"),
+    (lambda: posenc.t5_bucket([1], num_buckets=1), ValueError, "num_buckets"),
+    (lambda: posenc.t5_bucket([1], num_buckets=3), ValueError, "num_buckets"),
+    (lambda: posenc.t5_bucket([1], num_buckets=3, bidirectional=False, max_distance=1), ValueError, "max_distance"),
+    (lambda: posenc.t5_bucket([1], num_buckets=32, max_distance=8), ValueError, "max_distance"),
+    (lambda: posenc.t5_bucket([1], num_buckets=32, max_distance=0), ValueError, "max_distance"),
+    (lambda: posenc.t5_bucket([1], num_buckets=2**25), ValueError, "num_buckets"),
+    (lambda: posenc.t5_bucket([1], num_buckets=32.0), TypeError, "num_buckets"),
+    (lambda: posenc.t5_bucket([1], bidirectional=1), TypeError, "bidirectional"),
+    (lambda: posenc.t5_buckets(-1, 4), ValueError, "q_len"),
+    (lambda: posenc.t5_buckets(4, -1), ValueError, "k_len"),
+    (lambda: posenc.t5_buckets(4, 4, offset=1.0), TypeError, "offset"),
+    (lambda: posenc.t5_buckets(4, 4, offset=2**60), ValueError, "offset"),
+    (lambda: posenc.t5_buckets(2**40, 2**40), ValueError, "bytes"),
+    (lambda: posenc.t5_bias(np.zeros(32, np.float32), 2, 2), ValueError, "table"),
+    (lambda: posenc.t5_bias(np.zeros((32, 0), np.float32), 2, 2), ValueError, "head"),
+    (lambda: posenc.t5_bias(np.zeros((32, 2), np.int32), 2, 2), TypeError, "table"),
+    (lambda: posenc.t5_bias(np.zeros((3, 2), np.float32), 2, 2), ValueError, "num_buckets"),
+    (lambda: posenc.add_t5_bias(S.astype(np.int32), T), TypeError, "scores"),
+    (lambda: posenc.add_t5_bias(S, np.zeros((32, 3), np.float32)), ValueError, "heads"),
+    (lambda: posenc.add_t5_bias(np.zeros((5, 6), np.float32), T), ValueError, "scores"),
+    (lambda: posenc.add_t5_bias(np.zeros((0, 5, 6), np.float32), np.zeros((32, 0), np.float32)), ValueError, "head"),
+    (lambda: posenc.alibi_slopes(0), ValueError, "num_heads"),
+    (lambda: posenc.alibi_slopes(2.0), TypeError, "num_heads"),
+    (lambda: posenc.alibi_slopes(4, dtype=np.int32), TypeError, "dtype"),
+    (lambda: posenc.alibi_bias(0, 2, 2), ValueError, "num_heads"),
+    (lambda: posenc.alibi_bias(2, -1, 2), ValueError, "q_len"),
+    (lambda: posenc.alibi_bias(2, 2, 2, slopes=[1.0]), ValueError, "slopes"),
+    (lambda: posenc.alibi_bias(2, 2, 2, slopes=[[1.0, 2.0]]), ValueError, "slopes"),
+    (lambda: posenc.alibi_bias(2, 2, 2, slopes=[1.0, np.nan]), ValueError, "slopes"),
+    (lambda: posenc.alibi_bias(2, 2, 2, slopes=["a", "b"]), TypeError, "slopes"),
+    (lambda: posenc.alibi_bias(2, 2, 2, symmetric="yes"), TypeError, "symmetric"),
+    (lambda: posenc.alibi_bias(2, 2, 2, dtype=np.int64), TypeError, "dtype"),
+    (lambda: posenc.add_alibi(S.astype(np.int64)), TypeError, "scores"),
+    (lambda: posenc.add_alibi(S, slopes=np.ones(3)), ValueError, "slopes"),
+    (lambda: posenc.add_alibi(np.zeros((2, 0, 3, 3), np.float32)), ValueError, "head"),
+    (lambda: posenc.add_alibi(np.zeros((3, 3), np.float32)), ValueError, "scores"),
+    (lambda: posenc.relative_positions(2, 2, dtype=np.float32), TypeError, "dtype"),
+    (lambda: posenc.relative_positions(2, 2, dtype=np.uint32), TypeError, "dtype"),
+    (lambda: posenc.relative_positions(2, 300, dtype=np.int8), ValueError, "fit"),
+    (lambda: posenc.clipped_relative_positions(2, 2, -1), ValueError, "max_relative_position"),
+    (lambda: posenc.clipped_relative_positions(2, 2, 200, dtype=np.int8), ValueError, "fit"),
+    (lambda: posenc.relative_embeddings(np.zeros((4, 3), np.float32), 2, 2, 2), ValueError, "table"),
+    (lambda: posenc.relative_embeddings(np.zeros((5, 3), np.int32), 2, 2, 2), TypeError, "table"),
+    (lambda: posenc.relative_embeddings(np.zeros(5, np.float32), 2, 2, 2), ValueError, "table"),
+]
+
+
+@pytest.mark.parametrize("backend", ["native", "reference"])
+@pytest.mark.parametrize("call,exc,match", BAD_CALLS)
+def test_bad_arguments(backend, call, exc, match):
+    if backend == "native" and posenc._backend.native is None:
+        pytest.skip("no compiled core")
+    previous = posenc.get_backend()
+    posenc.set_backend(backend)
+    try:
+        with pytest.raises(exc, match=match):
+            call()
+    finally:
+        posenc.set_backend(previous)
+
+
+@pytest.mark.parametrize("backend", ["native", "reference"])
+def test_bad_out_is_untouched(backend):
+    if backend == "native" and posenc._backend.native is None:
+        pytest.skip("no compiled core")
+    previous = posenc.get_backend()
+    posenc.set_backend(backend)
+    try:
+        table = np.ones((32, 4), np.float32)
+        cases = [
+            (lambda o: posenc.t5_buckets(5, 6, out=o), np.full((5, 7), 7, np.int32), ValueError),
+            (lambda o: posenc.t5_buckets(5, 6, out=o), np.full((5, 6), 7, np.int64), TypeError),
+            (lambda o: posenc.t5_bias(table, 5, 6, out=o), np.full((4, 5, 6), 7, np.float64), TypeError),
+            (lambda o: posenc.alibi_bias(4, 5, 6, out=o), np.full((4, 6, 5), 7, np.float32), ValueError),
+            (lambda o: posenc.add_alibi(np.zeros((4, 5, 6), np.float32), out=o), np.full((4, 5, 6), 7, np.float16),
+             TypeError),
+            (lambda o: posenc.relative_embeddings(np.ones((5, 3), np.float32), 2, 2, 2, out=o),
+             np.full((2, 2, 4), 7, np.float32), ValueError),
+        ]
+        for call, out, exc in cases:
+            with pytest.raises(exc, match="out"):
+                call(out)
+            assert (out == 7).all()
+        for call, shape, dt in [
+            (lambda o: posenc.t5_buckets(5, 6, out=o), (5, 6), np.int32),
+            (lambda o: posenc.add_alibi(o, out=o), (4, 5, 6), np.float32),
+            (lambda o: posenc.add_t5_bias(o, table, out=o), (4, 5, 6), np.float32),
+            (lambda o: posenc.alibi_bias(4, 5, 6, out=o), (4, 5, 6), np.float32),
+        ]:
+            ro = np.full(shape, 7, dt)
+            ro.flags.writeable = False
+            with pytest.raises(ValueError, match="read-only"):
+                call(ro)
+        buf = np.full((5, 5, 6), 7, np.float32)
+        with pytest.raises(ValueError, match="overlaps"):
+            posenc.add_alibi(buf[:4], out=buf[1:])
+        assert (buf == 7).all()
+        tbuf = np.full((32, 4), 1, np.float32)
+        with pytest.raises(ValueError, match="overlaps"):
+            posenc.t5_bias(tbuf, 2, 2, out=np.lib.stride_tricks.as_strided(tbuf, (4, 2, 2), (4, 16, 4)))
+    finally:
+        posenc.set_backend(previous)
