@@ -193,10 +193,12 @@ def _cubic_weights(t: np.ndarray) -> np.ndarray:
     a = CUBIC_A
 
     def near(s: np.ndarray) -> np.ndarray:  # |s| <= 1
-        return ((a + 2) * s - (a + 3)) * s * s + 1
+        w: np.ndarray = ((a + 2) * s - (a + 3)) * s * s + 1
+        return w
 
     def far(s: np.ndarray) -> np.ndarray:  # 1 < |s| < 2
-        return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a
+        w: np.ndarray = ((a * s - 5 * a) * s + 8 * a) * s - 4 * a
+        return w
 
     return np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], axis=-1)
 

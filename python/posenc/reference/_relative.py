@@ -18,7 +18,7 @@ same input.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple, Optional
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -89,7 +89,7 @@ def _bool(value: Any, name: str) -> bool:
 
 def _int_dtype(value: Any, name: str = "dtype") -> np.dtype:
     try:
-        dt = np.dtype(value)
+        dt: np.dtype = np.dtype(value)
     except TypeError:
         raise TypeError(f"{name} must be a NumPy dtype, got {value!r}") from None
     if dt.kind != "i" or not dt.isnative:
@@ -165,6 +165,7 @@ def clipped_relative_positions(
     """Reference for :func:`posenc.clipped_relative_positions`."""
     plan = _plan_positions(q_len, k_len, offset, max_relative_position, dtype, out)
     m = plan.clip
+    assert m is not None  # set whenever max_relative_position is given
     return _finish((np.clip(plan.grid.distances(), -m, m) + m).astype(plan.dtype), plan.out, out)
 
 
@@ -317,7 +318,8 @@ class AddPlan(NamedTuple):
     out: Optional[np.ndarray]
 
 
-def _plan_scores(scores: Any, offset: Any, heads: Optional[int], out: Any, extra=()) -> AddPlan:
+def _plan_scores(scores: Any, offset: Any, heads: Optional[int], out: Any,
+                 extra: Sequence[Tuple[np.ndarray, str]] = ()) -> AddPlan:
     s = _checks.float_array(scores, "scores")
     if s.ndim < 3:
         raise ValueError(f"scores must have shape [..., heads, q, k], got shape {s.shape}")
@@ -359,12 +361,12 @@ def alibi_slopes_float64(num_heads: int) -> np.ndarray:
     power.
     """
 
-    def power_of_2(n: int) -> list:
+    def power_of_2(n: int) -> List[float]:
         start = 2 ** (-(2 ** -(math.log2(n) - 3)))
         ratio = start
         return [start * ratio**i for i in range(n)]
 
-    def get_slopes(n: int) -> list:
+    def get_slopes(n: int) -> List[float]:
         if math.log2(n).is_integer():
             return power_of_2(n)
         closest = 2 ** math.floor(math.log2(n))
@@ -380,7 +382,7 @@ def alibi_slopes(num_heads: int, dtype: Any = np.float32) -> np.ndarray:
     return round_once(alibi_slopes_float64(heads), dt)
 
 
-def _slopes(slopes: Any, heads: Optional[int]) -> np.ndarray:
+def _slopes(slopes: Any, heads: int) -> np.ndarray:
     """float64 slopes: the authors' for ``heads``, or the caller's (finite, one per head)."""
     if slopes is None:
         return alibi_slopes_float64(heads)
@@ -432,7 +434,7 @@ def alibi_bias(num_heads: int, q_len: int, k_len: int, *, offset: int = 0, symme
     return _finish(alibi_values(plan.slopes, plan.grid.distances(), plan.symmetric, plan.dtype), plan.out, out)
 
 
-def _plan_add_alibi(scores: Any, offset: Any, symmetric: Any, slopes: Any, out: Any):
+def _plan_add_alibi(scores: Any, offset: Any, symmetric: Any, slopes: Any, out: Any) -> Tuple[AddPlan, np.ndarray, bool]:
     symmetric = _bool(symmetric, "symmetric")
     plan = _plan_scores(scores, offset, None, out)
     return plan, _slopes(slopes, plan.heads), symmetric

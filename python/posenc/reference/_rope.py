@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -33,7 +33,7 @@ _TYPE_ALIASES = {"su": "longrope", "mrope": "default"}
 # (required keys, optional keys) per scheme, as transformers' config
 # validation (RotaryEmbeddingConfigMixin._validate_*_rope_parameters) lists
 # them, plus the `seq_len` the dynamic schemes are evaluated at.
-_KEYS: Dict[str, Tuple[frozenset, frozenset]] = {
+_KEYS: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {
     "default": (frozenset(), frozenset()),
     "linear": (frozenset({"factor"}), frozenset()),
     "dynamic": (frozenset({"factor", "original_max_position_embeddings"}), frozenset({"seq_len"})),
@@ -452,7 +452,8 @@ def _angles(plan: ApplyPlan) -> np.ndarray:
     shape[-1] = half
     if plan.grouped:
         shape[0] = theta.shape[0]
-    return theta.reshape(shape)
+    result: np.ndarray = theta.reshape(shape)
+    return result
 
 
 def _rotate(plan: ApplyPlan) -> np.ndarray:
