@@ -243,6 +243,42 @@ def test_bfloat16_is_rounded_once_from_float64(scale, isa):
         assert ties > 40  # the case does exercise ties-to-even
 
 
+def _bf16_grid(n: int, seed: int, scale: float = 1.0) -> np.ndarray:
+    """Every bfloat16 value in ±[1, 2) times ``scale`` (a power of two), shuffled, cut to ``n``."""
+    values = np.concatenate([np.arange(128, 256), -np.arange(128, 256)]) / 128.0 * scale
+    return np.random.default_rng(seed).permutation(np.resize(values, n)).astype(BFLOAT16)
+
+
+@requires_bf16
+@pytest.mark.parametrize("name", ["embedding_add", "add_alibi", "add_t5_bias"])
+def test_bfloat16_sums_are_rounded_once(name, isa):
+    """Sums of two bfloat16 values (or of one and slope·distance) are exact in float64 and land
+    halfway between bfloat16 neighbours often: the result must be their ties-to-even rounding."""
+    heads, q, k, dim = 4, 8, 16, 2 * 128
+    if name == "embedding_add":
+        present(CASES["embedding_add"])
+        x, table = _bf16_grid(3 * 16 * dim, 1).reshape(3, 16, dim), _bf16_grid(16 * dim, 2, 0.5).reshape(16, dim)
+        positions = np.arange(16)[::-1].copy()
+        got = posenc.embedding_add(x, table, positions)
+        exact = x.astype(np.float64) + table.astype(np.float64)[positions]
+    elif name == "add_alibi":
+        present(CASES["add_alibi"])
+        scores = _bf16_grid(2 * heads * q * k, 3).reshape(2, heads, q, k)
+        slopes = np.array([0.75, 0.375, 1.5, 0.625])  # exact in float64 and bfloat16
+        got = posenc.add_alibi(scores, slopes=slopes, offset=k - q)
+        exact = scores.astype(np.float64) + slopes[:, None, None] * (np.arange(k) - (k - q + np.arange(q))[:, None])
+    else:
+        present(CASES["add_t5_bias"])
+        scores = _bf16_grid(2 * heads * q * k, 4).reshape(2, heads, q, k)
+        table = _bf16_grid(32 * heads, 5, 0.25).reshape(32, heads)
+        got = posenc.add_t5_bias(scores, table)
+        exact = scores.astype(np.float64) + table.astype(np.float64)[posenc.t5_buckets(q, k)].transpose(2, 0, 1)
+    expected = np.vectorize(rne_bf16)(exact)
+    np.testing.assert_array_equal(got.astype(np.float64), expected)
+    nonzero = np.abs(exact[exact != 0])
+    assert np.sum(nonzero / 2.0 ** np.floor(np.log2(nonzero)) * 128 % 1 == 0.5) > 50  # many exact ties
+
+
 @requires_native
 @requires_bf16
 @pytest.mark.parametrize("name", ["sinusoidal", "add_sinusoidal", "apply_rope", "alibi_bias", "embedding_add",

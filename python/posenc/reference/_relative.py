@@ -35,28 +35,8 @@ _DISTANCE_CLIP = 2**62
 
 # ---------------------------------------------------------------- shared helpers
 
-def round_once(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """float64 ``values`` rounded once (to nearest, ties to even) to ``dtype``.
-
-    NumPy converts float64 to float32, float16 directly. ml_dtypes converts
-    float64 to bfloat16 through float32, which can round twice; so bfloat16
-    goes through float32 rounded *to odd* (truncate, then set the last bit if
-    anything was dropped), after which one round-to-nearest to bfloat16 is
-    exact (Boldo & Melquiond, "Emulation of FMA and correctly rounded sums:
-    proved algorithms using rounding to odd", 2008).
-    """
-    dtype = np.dtype(dtype)
-    if dtype != _checks.BFLOAT16:
-        return values.astype(dtype)
-    f = values.astype(np.float32)
-    wide = f.astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        inexact = (wide != values) & ~np.isnan(values)
-        over = inexact & (np.abs(wide) > np.abs(values))
-    f[over] = np.nextafter(f[over], np.float32(0))
-    bits = f.view(np.uint32)
-    bits[inexact] |= np.uint32(1)
-    return f.astype(dtype)
+# float64 -> dtype rounded once (bfloat16 through float32 rounded to odd): shared by every reference.
+round_once = _checks.round_once
 
 
 def _finish(values: np.ndarray, out: Optional[np.ndarray], result: Any) -> Any:
