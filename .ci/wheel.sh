@@ -33,7 +33,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 -m venv "$tmp/venv"
 "$tmp/venv/bin/python" -m pip install -q "${wheel}[bfloat16,plot,test]"
-cp -r tests "$tmp/tests"
+# JAX (CPU) for the zero-copy interop tests; they skip if it cannot be installed.
+"$tmp/venv/bin/python" -m pip install -q "jax[cpu]" || echo "jax unavailable: its interop tests will skip"
+cp -r tests README.md "$tmp/"
 cd "$tmp"
 "$tmp/venv/bin/python" - <<'PY'
 import posenc
