@@ -108,11 +108,20 @@ def learned_cases(quick: bool) -> List[Case]:
     pos = np.arange(seq)
     grad = rng.standard_normal((2 * n, dim), dtype=np.float32)
     gpos = rng.integers(0, n, 2 * n)
+    torch = _torch()
+    t_add: Optional[Callable[[], object]] = None
+    t_grad: Optional[Callable[[], object]] = None
+    if torch is not None:  # nn.Embedding's forward (a gather) added in place, and its backward (index_add_)
+        x_t, table_t, pos_t = torch.from_numpy(x), torch.from_numpy(table), torch.from_numpy(pos)
+        grad_t, gpos_t = torch.from_numpy(grad), torch.from_numpy(gpos)
+        t_add = lambda: x_t.add_(table_t[pos_t])
+        t_grad = lambda: torch.zeros(n, dim).index_add_(0, gpos_t, grad_t)
     return [
         Case(f"embedding_add {list(x.shape)} in place", "rmw", 2 * x.nbytes,
-             lambda: posenc.embedding_add(x, table, pos, out=x), lambda: ref.embedding_add(x, table, pos, out=x)),
+             lambda: posenc.embedding_add(x, table, pos, out=x), lambda: ref.embedding_add(x, table, pos, out=x),
+             t_add),
         Case(f"embedding_grad {2 * n} rows -> [{n}, {dim}]", "alloc", grad.nbytes + table.nbytes,
-             lambda: posenc.embedding_grad(grad, gpos, n), lambda: ref.embedding_grad(grad, gpos, n)),
+             lambda: posenc.embedding_grad(grad, gpos, n), lambda: ref.embedding_grad(grad, gpos, n), t_grad),
     ]
 
 
@@ -124,13 +133,38 @@ def rope_cases(quick: bool) -> List[Case]:
     x = np.random.default_rng(0).standard_normal((1, seq, 32, 128), dtype=np.float32)
     d = np.random.default_rng(1).standard_normal((32, 1, 32, 128), dtype=np.float32)
     pos = (np.arange(32) * 997 + 100)[:, None]
+    torch = _torch()
+    t_neox: Optional[Callable[[], object]] = None
+    t_gptj: Optional[Callable[[], object]] = None
+    t_decode: Optional[Callable[[], object]] = None
+    if torch is not None:  # Hugging Face's recipe: cos/sin from inv_freq each call, then rotate_half / every-two
+        x_t, d_t = torch.from_numpy(x), torch.from_numpy(d)
+        inv_freq = torch.from_numpy(ref.rope_inv_freq(128)[0]).float()
+
+        def rotate(t: Any, positions: Any, interleaved: bool) -> object:
+            freqs = positions.float()[..., None] * inv_freq  # [..., seq, 64]
+            if interleaved:
+                cos, sin = freqs.cos().repeat_interleave(2, -1), freqs.sin().repeat_interleave(2, -1)
+                u, v = t[..., 0::2], t[..., 1::2]
+                turned = torch.stack((-v, u), -1).flatten(-2)
+            else:
+                cos, sin = torch.cat((freqs, freqs), -1).cos(), torch.cat((freqs, freqs), -1).sin()
+                turned = torch.cat((-t[..., 64:], t[..., :64]), -1)
+            cos, sin = cos[..., None, :], sin[..., None, :]  # over heads
+            return t.copy_(t * cos + turned * sin)
+
+        seq_pos, decode_pos = torch.arange(seq), torch.from_numpy(pos)
+        t_neox = lambda: rotate(x_t, seq_pos, False)
+        t_gptj = lambda: rotate(x_t, seq_pos, True)
+        t_decode = lambda: rotate(d_t, decode_pos, False)
     return [
         Case(f"apply_rope {list(x.shape)} in place", "rmw", 2 * x.nbytes,
-             lambda: posenc.apply_rope(x, out=x), lambda: ref.apply_rope(x, out=x)),
+             lambda: posenc.apply_rope(x, out=x), lambda: ref.apply_rope(x, out=x), t_neox),
         Case(f"apply_rope {list(x.shape)} GPT-J in place", "rmw", 2 * x.nbytes,
-             lambda: posenc.apply_rope(x, interleaved=True, out=x), lambda: ref.apply_rope(x, interleaved=True, out=x)),
+             lambda: posenc.apply_rope(x, interleaved=True, out=x), lambda: ref.apply_rope(x, interleaved=True, out=x),
+             t_gptj),
         Case("apply_rope decode [32, 1, 32, 128] per-batch", "rmw", 2 * d.nbytes,
-             lambda: posenc.apply_rope(d, pos, out=d), lambda: ref.apply_rope(d, pos, out=d)),
+             lambda: posenc.apply_rope(d, pos, out=d), lambda: ref.apply_rope(d, pos, out=d), t_decode),
     ]
 
 
