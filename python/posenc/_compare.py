@@ -84,6 +84,7 @@ class Encoding:
     # What a model trained on [0, L) saw, when that differs from ``vectors`` (a scaling
     # scheme applied at inference to a model trained without it).
     trained: Optional[Callable[[NDArray[np.int64]], Array]] = None
+    causal: bool = False  # a bias meant for keys j <= i only
 
 
 @dataclass
@@ -164,7 +165,7 @@ def encodings(s: Settings) -> List[Encoding]:
         Encoding("RoPE + YaRN x4", "vector", ["apply_rope"],
                  "YaRN (factor 4, original length L) at inference on a model trained with plain RoPE",
                  vectors=lambda p: rope(p, yarn), trained=rope),
-        Encoding("ALiBi", "bias", ["alibi_bias"], f"{s.heads} heads, causal", bias=alibi),
+        Encoding("ALiBi", "bias", ["alibi_bias"], f"{s.heads} heads, causal", bias=alibi, causal=True),
         Encoding("T5 (init)", "bias", ["t5_bias"], f"32 buckets, max_distance 128, N(0, 1) table, {s.heads} heads",
                  bias=t5),
     ]

@@ -87,7 +87,8 @@ def spectrum_schemes(dim: int, original: int = 2048, factor: float = 4.0) -> Dic
 
 
 def _heatmap(plt: Any, enc: _compare.Encoding, s: _compare.Settings, path: Path) -> None:
-    fig, axes = plt.subplots(1, 1 if enc.kind == "vector" else 3, figsize=(8, 4.5), squeeze=False)
+    fig, axes = plt.subplots(1, 1 if enc.kind == "vector" else 3, figsize=(8, 4.5) if enc.kind == "vector" else (11, 3.6),
+                             squeeze=False)
     if enc.kind == "vector":
         assert enc.vectors is not None
         table = enc.vectors(np.arange(s.length))
@@ -99,11 +100,13 @@ def _heatmap(plt: Any, enc: _compare.Encoding, s: _compare.Settings, path: Path)
         assert enc.bias is not None
         n = min(s.length, 64)
         bias = enc.bias(n, n, 0)
+        if enc.causal:  # future keys are masked out in use: leave them blank
+            bias = np.where(np.arange(n)[None, :] > np.arange(n)[:, None], np.nan, bias)
         for ax, head in zip(axes[0], (0, s.heads // 2, s.heads - 1)):
             image = ax.imshow(bias[head], cmap="viridis", interpolation="nearest")
             ax.set(xlabel="key j", ylabel="query i", title=f"head {head}")
             fig.colorbar(image, ax=ax, shrink=0.7)
-        fig.suptitle(f"{enc.name}: bias S[i, j] added to attention logits")
+        fig.suptitle(f"{enc.name}: bias S[i, j] added to attention logits" + (" (causal: j <= i)" if enc.causal else ""))
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
