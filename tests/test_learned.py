@@ -623,3 +623,15 @@ def test_bindings_check_what_they_are_given(isa):
     with pytest.raises(ValueError, match="C-contiguous"):
         native.embedding_grad(out, np.array([0, 1]), np.zeros((4, 6), np.float32)[:, ::2])
     assert (out == 7).all()
+    src = np.ones((1, 4, 3), np.float32)
+    dst = np.full((1, 2, 3), 7, np.float32)
+    w = np.full((2, 2), 0.5)
+    with pytest.raises(IndexError, match="resample index"):
+        native.resample(src, dst, np.array([[0, 1], [3, 4]]), w)
+    with pytest.raises(ValueError, match="index"):
+        native.resample(src, dst, np.zeros((2, 3), np.int64), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="weights"):
+        native.resample(src, dst, np.zeros((2, 2), np.int64), np.zeros((2, 4)))
+    with pytest.raises(TypeError, match="float64"):
+        native.resample(src, dst.astype(np.float16), np.zeros((2, 2), np.int64), w)
+    assert (dst == 7).all()
