@@ -34,7 +34,7 @@ def numpy_buckets(q, k, num_buckets=32, max_distance=128):
     ret = (rp > 0).astype(np.int64) * nb
     n = np.abs(rp)
     max_exact = nb // 2
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # log(0) for the exact range, masked below
         large = max_exact + (
             np.log(n.astype(np.float32) / max_exact) / np.float32(math.log(max_distance / max_exact)) * (nb - max_exact)
         ).astype(np.int64)

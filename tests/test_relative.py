@@ -225,14 +225,13 @@ def test_t5_bucket_shapes_and_extremes(isa):
     assert len(posenc.t5_bucket([]).tolist()) == 0
 
 
-@pytest.mark.parametrize("bidirectional", [True, False])
-@pytest.mark.parametrize("nb,md", [(32, 128), (7, 20), (64, 1000), (3, 2), (320, 5000)])
+@pytest.mark.parametrize("bidirectional,nb,md", [(b, nb, md) for b in (True, False)
+                                                  for nb, md in [(32, 128), (7, 20), (64, 1000), (320, 5000)]]
+                         + [(False, 3, 2), (True, 4, 2), (True, 5, 2)])
 def test_t5_bucket_structure(isa, bidirectional, nb, md):
     """Independent of any reference: monotone in |d| per direction, exact below max_exact, symmetric halves."""
     half = nb // 2 if bidirectional else nb
     me = half // 2
-    if me < 1 or md <= me:
-        pytest.skip("invalid parameters")
     n = np.arange(0, 4 * md + 10)
     toward_past = posenc.t5_bucket(-n, bidirectional=bidirectional, num_buckets=nb, max_distance=md)
     assert (np.diff(toward_past) >= 0).all()
@@ -461,7 +460,8 @@ def test_alibi_bias_matches_reference(isa, heads, q, k, offset, symmetric, dtype
     d = np.arange(k)[None, :] - (offset + np.arange(q)[:, None])
     exact = s[:, None, None] * (-np.abs(d) if symmetric else d)
     if np.dtype(dtype) != posenc._checks.BFLOAT16:
-        same_bits(got, exact.astype(dtype) + 0.0)
+        with np.errstate(over="ignore"):  # float16 overflows to inf at large offsets, as posenc does
+            same_bits(got, exact.astype(dtype))
     else:
         np.testing.assert_allclose(got.astype(np.float64), exact, rtol=2.0**-8, atol=0)
 

@@ -20,15 +20,35 @@ inline const char* lut_row(const ToeplitzArgs& a, std::size_t item_size, std::in
     return static_cast<const char*>(a.lut) + index * static_cast<std::int64_t>(item_size);
 }
 
-// Work items are (batch, row) pairs in memory order of a C-contiguous operand, split
-// into contiguous chunks: each thread streams one region of the output.
+// Work items are (batch, row) pairs in memory order of a C-contiguous operand, in
+// blocks of about kBlockBytes of output that threads claim one after another. A
+// streaming copy or add has no per-thread state worth keeping, and claiming blocks
+// dynamically (rather than one fixed half per thread) keeps both threads busy when
+// the machine is shared and one of them runs slower. Every element is computed the
+// same way whichever thread takes it, so results do not depend on the schedule.
+constexpr std::int64_t kBlockBytes = std::int64_t(1) << 18;
+
 template <class Body>
-inline void for_each_row(const ToeplitzArgs& a, std::int64_t batches, Body&& body) {
+inline void for_each_row(const ToeplitzArgs& a, std::int64_t batches, std::int64_t item_size, Body&& body) {
     const std::int64_t items = batches * a.rows;
+    const std::int64_t row_bytes = a.cols * a.step * item_size;
+    const std::int64_t per_block = row_bytes >= kBlockBytes ? 1 : kBlockBytes / (row_bytes > 0 ? row_bytes : 1);
+    const std::int64_t blocks = (items + per_block - 1) / per_block;
     const int threads = plan_threads(items, a.cols * a.step);
-    parallel_chunks(items, threads, [&](std::int64_t begin, std::int64_t end, int) {
-        for (std::int64_t item = begin; item < end; ++item) body(item / a.rows, item % a.rows);
-    });
+    const auto run_block = [&](std::int64_t block) {
+        const std::int64_t end = (block + 1) * per_block < items ? (block + 1) * per_block : items;
+        for (std::int64_t item = block * per_block; item < end; ++item) body(item / a.rows, item % a.rows);
+    };
+    if (threads <= 1 || blocks <= 1) {
+        for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
+        return;
+    }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
+#else
+    for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
+#endif
 }
 
 // U is an unsigned integer of the element width: the copy never looks at values.
@@ -36,7 +56,7 @@ template <class U>
 void copy(const ToeplitzArgs& a, void* out_v, const RowLayout& ol) {
     U* out = static_cast<U*>(out_v);
     const std::int64_t n = a.cols * a.step, cs = ol.col_stride;
-    for_each_row(a, ol.batches, [&](std::int64_t b, std::int64_t i) {
+    for_each_row(a, ol.batches, sizeof(U), [&](std::int64_t b, std::int64_t i) {
         const U* src = reinterpret_cast<const U*>(lut_row(a, sizeof(U), b, i));
         U* dst = out + ol.batch_offsets[b] + i * ol.row_stride;
         if (cs == 1) {
@@ -55,9 +75,11 @@ template <class T>
 inline T sum_once(T x, T b) { return store<T>(load(x) + load(b)); }
 
 template <bool kContiguous, class T>
-inline void add_row(const T* __restrict x, std::int64_t xcs, const T* __restrict bias, T* out, std::int64_t ocs,
+inline void add_row(const T* x, std::int64_t xcs, const T* __restrict bias, T* out, std::int64_t ocs,
                     std::int64_t n) {
     if (kContiguous) xcs = ocs = 1;
+    // x may be out itself (in place): each element is read before it is written,
+    // so no restrict on x and out, and `omp simd` asserts that lanes are independent.
 #pragma omp simd
     for (std::int64_t j = 0; j < n; ++j) out[j * ocs] = sum_once(x[j * xcs], bias[j]);
 }
@@ -67,12 +89,11 @@ void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_
     const T* x = static_cast<const T*>(x_v);
     T* out = static_cast<T*>(out_v);
     const bool contiguous = xl.col_stride == 1 && ol.col_stride == 1;
-    for_each_row(a, ol.batches, [&](std::int64_t b, std::int64_t i) {
+    for_each_row(a, ol.batches, sizeof(T), [&](std::int64_t b, std::int64_t i) {
         const T* bias = reinterpret_cast<const T*>(lut_row(a, sizeof(T), b, i));
         const T* xi = x + xl.batch_offsets[b] + i * xl.row_stride;
         T* oi = out + ol.batch_offsets[b] + i * ol.row_stride;
-        // x and out are either the same memory or disjoint (the Python layer refuses
-        // partial overlap), so the loop may read and write through them freely.
+        // x and out are either the same memory or disjoint (the Python layer refuses partial overlap).
         if (contiguous) add_row<true>(xi, 1, bias, oi, 1, a.cols);
         else add_row<false>(xi, xl.col_stride, bias, oi, ol.col_stride, a.cols);
     });

@@ -4,7 +4,7 @@
 #include "posenc/angles.hpp"
 #include "posenc/convert.hpp"
 #include "posenc/parallel.hpp"
-#include "posenc/scratch.hpp"
+#include "posenc/buffer.hpp"
 
 POSENC_BEGIN_TARGET
 namespace {

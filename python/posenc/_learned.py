@@ -20,7 +20,7 @@ def _aligned(a: np.ndarray) -> np.ndarray:
     return a if _checks.aligned(a) else a.copy()
 
 
-def embedding_lookup(table: Any, positions: Any, out: Any = None) -> Any:
+def embedding_lookup(table: Any, positions: Any, *, out: Any = None) -> Any:
     """Rows of a position table: ``table[positions]``.
 
     Parameters
@@ -55,7 +55,7 @@ def embedding_lookup(table: Any, positions: Any, out: Any = None) -> Any:
     return target if out is None else out
 
 
-def embedding_add(x: Any, table: Any, positions: Any, out: Any = None) -> Any:
+def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any:
     """``x + table[positions]``, fused: the looked-up rows are never materialised.
 
     Parameters
@@ -326,11 +326,11 @@ class LearnedPositionalEmbedding:
     def dtype(self) -> np.dtype:
         return self.weight.dtype
 
-    def lookup(self, positions: Any, out: Any = None) -> Any:
+    def lookup(self, positions: Any, *, out: Any = None) -> Any:
         """``weight[positions]``: see :func:`embedding_lookup`."""
         return embedding_lookup(self.weight, positions, out=out)
 
-    def add(self, x: Any, positions: Any = None, offset: int = 0, out: Any = None) -> Any:
+    def add(self, x: Any, positions: Any = None, offset: int = 0, *, out: Any = None) -> Any:
         """``x + weight[positions]`` for ``x`` of shape ``[..., seq, dim]``: see :func:`embedding_add`.
 
         ``positions`` defaults to ``offset + arange(seq)`` (a KV cache

@@ -184,16 +184,26 @@ def relative_embeddings(table: Any, q_len: int, k_len: int, max_relative_positio
     # One embedding row per distance: [q + k - 1, d], flattened so that row i of
     # the result, as [k·d], is one contiguous slice of it.
     lut = np.ascontiguousarray(plan.table[np.clip(_distances(plan.grid), -m, m) + m]).reshape(1, -1)
-    flat = target.view()
-    try:
-        flat.shape = (q, k * d)  # a view only if the [k, d] axes merge
-    except AttributeError:
-        flat = np.empty((q, k * d), target.dtype)
-        _stream(flat, lut, d)
-        target[...] = flat.reshape(q, k, d)
+    flat = _rows_of_embeddings(target)
+    if flat is None:  # an out whose [k, d] axes do not merge: fill a twin, copy once
+        twin = np.empty((q, k, d), target.dtype)
+        _stream(_rows_of_embeddings(twin), lut, d)
+        target[...] = twin
     else:
         _stream(flat, lut, d)
     return target if out is None else out
+
+
+def _rows_of_embeddings(a: np.ndarray) -> Any:
+    """``a[q, k, d]`` as a ``[q, k·d]`` view when its last two axes merge, else None."""
+    q, k, d = a.shape
+    if d == 1:
+        col = a.strides[1]
+    elif k == 1 or a.strides[1] == d * a.strides[2]:
+        col = a.strides[2]
+    else:
+        return None
+    return np.lib.stride_tricks.as_strided(a, (q, k * d), (a.strides[0], col))
 
 
 # ---------------------------------------------------------------- T5

@@ -1,10 +1,10 @@
 // posenc/buffer.hpp — a typed per-call work array, allocated before any parallel region.
 //
-// Scratch (scratch.hpp) holds doubles; kernels that sort or count need
-// integers or a narrower accumulator. Same rules: malloc'ed up front, a
-// failed allocation is std::bad_alloc (MemoryError) before any output is
-// written, nothing inside an OpenMP region allocates. Not std::vector: kernel
-// sources are compiled once per ISA and must not share inline std templates.
+// Angle rows need doubles (Scratch), sorting and counting need integers or a
+// narrower accumulator. malloc'ed up front: a failed allocation is
+// std::bad_alloc (MemoryError) before any output is written, and nothing
+// inside an OpenMP region allocates. Not std::vector: kernel sources are
+// compiled once per ISA and must not share inline std templates.
 #pragma once
 
 #include <cstdint>
@@ -30,5 +30,7 @@ class Buffer {
   private:
     T* data_;
 };
+
+using Scratch = Buffer<double>;
 
 POSENC_END_TARGET

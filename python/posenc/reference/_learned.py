@@ -153,7 +153,7 @@ def _finish(values: np.ndarray, out: Optional[np.ndarray]) -> np.ndarray:
     return out
 
 
-def embedding_lookup(table: Any, positions: Any, out: Any = None) -> Any:
+def embedding_lookup(table: Any, positions: Any, *, out: Any = None) -> Any:
     """Reference for :func:`posenc.embedding_lookup`."""
     plan = _plan_lookup(table, positions, out)
     rows = plan.table[plan.positions].reshape(plan.shape)
@@ -161,7 +161,7 @@ def embedding_lookup(table: Any, positions: Any, out: Any = None) -> Any:
     return rows if out is None else out
 
 
-def embedding_add(x: Any, table: Any, positions: Any, out: Any = None) -> Any:
+def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any:
     """Reference for :func:`posenc.embedding_add`."""
     plan = _plan_add(x, table, positions, out)
     rows = plan.table[plan.positions].reshape(plan.positions_shape + (plan.x.shape[-1],))

@@ -288,7 +288,7 @@ def t5_bias(table: Any, q_len: int, k_len: int, *, offset: int = 0, bidirectiona
     """Reference for :func:`posenc.t5_bias`."""
     plan = _plan_t5_bias(table, q_len, k_len, offset, bidirectional, max_distance, out)
     buckets = t5_bucket_values(plan.grid.distances(), plan.t5)
-    return _finish(np.moveaxis(plan.table[buckets], -1, 0), plan.out, out)
+    return _finish(np.ascontiguousarray(np.moveaxis(plan.table[buckets], -1, 0)), plan.out, out)
 
 
 class AddPlan(NamedTuple):
