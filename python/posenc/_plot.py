@@ -134,7 +134,8 @@ def _similarity(plt: Any, encs: Sequence[_compare.Encoding], s: _compare.Setting
         kind = group[0].kind
         ax.set(xlabel="distance d (positions)",
                ylabel="mean cosine similarity of E[p], E[p+d]" if kind == "vector" else "bias of a key d back",
-               title="position vectors" if kind == "vector" else "attention biases")
+               title=(f"{group[0].name}: " if len(group) == 1 else "")
+               + ("position vectors" if kind == "vector" else "attention biases"))
         ax.axhline(0, color="grey", lw=0.5)
         ax.legend(fontsize=7)
     fig.tight_layout()
