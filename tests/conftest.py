@@ -57,6 +57,15 @@ def isa(request):
             yield request.param
 
 
+@pytest.fixture(params=["native", "reference"])
+def backend(request):
+    """Run the test on each backend (native skipped without the compiled core)."""
+    if request.param == "native" and not NATIVE:
+        pytest.skip("the compiled core is not available")
+    with using(request.param):
+        yield request.param
+
+
 @pytest.fixture
 def native_backend():
     """Force the native backend (skips without the compiled core)."""

@@ -35,18 +35,6 @@ def random_table(rng, n, dim, dtype):
     return rng.standard_normal((n, dim)).astype(dtype)
 
 
-@pytest.fixture(params=["native", "reference"])
-def backend(request):
-    if request.param == "native" and posenc._backend.native is None:
-        pytest.skip("no compiled core")
-    previous = posenc.get_backend()
-    posenc.set_backend(request.param)
-    try:
-        yield request.param
-    finally:
-        posenc.set_backend(previous)
-
-
 # ---------------------------------------------------------------- lookup
 
 @given(

@@ -94,7 +94,6 @@ def exact_boundary(bidirectional, nb, md, n, bucket):
 
 
 @requires_torch
-@pytest.mark.parametrize("backend", ["native", "reference"])
 def test_t5_bucket_identical_to_torch_exhaustively(backend):
     """Every distance in [-2·max_distance-10, 2·max_distance+10] for ~3000 parameter sets, both backends.
 
@@ -104,29 +103,22 @@ def test_t5_bucket_identical_to_torch_exhaustively(backend):
     log from MKL (vmsLn, not correctly rounded, checked below); posenc uses the correctly rounded
     log. Those distances are listed, proven exact with integer arithmetic, and must be the only ones.
     """
-    if backend == "native" and posenc._backend.native is None:
-        pytest.skip("no compiled core")
-    previous = posenc.get_backend()
-    posenc.set_backend(backend)
-    try:
-        mismatches, tie_breaks, checked = [], [], 0
-        for bidirectional, nb, md in t5_grid():
-            d = np.arange(-2 * md - 10, 2 * md + 11)
-            expected = hf_bucket(torch.from_numpy(d), bidirectional, nb, md).numpy()
-            got = posenc.t5_bucket(d, bidirectional=bidirectional, num_buckets=nb, max_distance=md)
-            assert got.dtype == np.int32
-            checked += d.size
-            for i in np.nonzero(got != expected)[0]:
-                n, hi = abs(int(d[i])), int(max(got[i], expected[i]))
-                entry = (bidirectional, nb, md, int(d[i]), int(expected[i]), int(got[i]))
-                if abs(int(got[i]) - int(expected[i])) == 1 and exact_boundary(bidirectional, nb, md, n, hi):
-                    tie_breaks.append(entry)
-                else:
-                    mismatches.append(entry)
-        assert not mismatches, mismatches[:10]
-        assert len(tie_breaks) <= 1e-4 * checked, tie_breaks[:10]
-    finally:
-        posenc.set_backend(previous)
+    mismatches, tie_breaks, checked = [], [], 0
+    for bidirectional, nb, md in t5_grid():
+        d = np.arange(-2 * md - 10, 2 * md + 11)
+        expected = hf_bucket(torch.from_numpy(d), bidirectional, nb, md).numpy()
+        got = posenc.t5_bucket(d, bidirectional=bidirectional, num_buckets=nb, max_distance=md)
+        assert got.dtype == np.int32
+        checked += d.size
+        for i in np.nonzero(got != expected)[0]:
+            n, hi = abs(int(d[i])), int(max(got[i], expected[i]))
+            entry = (bidirectional, nb, md, int(d[i]), int(expected[i]), int(got[i]))
+            if abs(int(got[i]) - int(expected[i])) == 1 and exact_boundary(bidirectional, nb, md, n, hi):
+                tie_breaks.append(entry)
+            else:
+                mismatches.append(entry)
+    assert not mismatches, mismatches[:10]
+    assert len(tie_breaks) <= 1e-4 * checked, tie_breaks[:10]
 
 
 @requires_torch
@@ -640,58 +632,42 @@ BAD_CALLS = [
 ]
 
 
-@pytest.mark.parametrize("backend", ["native", "reference"])
 @pytest.mark.parametrize("call,exc,match", BAD_CALLS)
 def test_bad_arguments(backend, call, exc, match):
-    if backend == "native" and posenc._backend.native is None:
-        pytest.skip("no compiled core")
-    previous = posenc.get_backend()
-    posenc.set_backend(backend)
-    try:
-        with pytest.raises(exc, match=match):
-            call()
-    finally:
-        posenc.set_backend(previous)
+    with pytest.raises(exc, match=match):
+        call()
 
 
-@pytest.mark.parametrize("backend", ["native", "reference"])
 def test_bad_out_is_untouched(backend):
-    if backend == "native" and posenc._backend.native is None:
-        pytest.skip("no compiled core")
-    previous = posenc.get_backend()
-    posenc.set_backend(backend)
-    try:
-        table = np.ones((32, 4), np.float32)
-        cases = [
-            (lambda o: posenc.t5_buckets(5, 6, out=o), np.full((5, 7), 7, np.int32), ValueError),
-            (lambda o: posenc.t5_buckets(5, 6, out=o), np.full((5, 6), 7, np.int64), TypeError),
-            (lambda o: posenc.t5_bias(table, 5, 6, out=o), np.full((4, 5, 6), 7, np.float64), TypeError),
-            (lambda o: posenc.alibi_bias(4, 5, 6, out=o), np.full((4, 6, 5), 7, np.float32), ValueError),
-            (lambda o: posenc.add_alibi(np.zeros((4, 5, 6), np.float32), out=o), np.full((4, 5, 6), 7, np.float16),
-             TypeError),
-            (lambda o: posenc.relative_embeddings(np.ones((5, 3), np.float32), 2, 2, 2, out=o),
-             np.full((2, 2, 4), 7, np.float32), ValueError),
-        ]
-        for call, out, exc in cases:
-            with pytest.raises(exc, match="out"):
-                call(out)
-            assert (out == 7).all()
-        for call, shape, dt in [
-            (lambda o: posenc.t5_buckets(5, 6, out=o), (5, 6), np.int32),
-            (lambda o: posenc.add_alibi(o, out=o), (4, 5, 6), np.float32),
-            (lambda o: posenc.add_t5_bias(o, table, out=o), (4, 5, 6), np.float32),
-            (lambda o: posenc.alibi_bias(4, 5, 6, out=o), (4, 5, 6), np.float32),
-        ]:
-            ro = np.full(shape, 7, dt)
-            ro.flags.writeable = False
-            with pytest.raises(ValueError, match="read-only"):
-                call(ro)
-        buf = np.full((5, 5, 6), 7, np.float32)
-        with pytest.raises(ValueError, match="overlaps"):
-            posenc.add_alibi(buf[:4], out=buf[1:])
-        assert (buf == 7).all()
-        tbuf = np.full((32, 4), 1, np.float32)
-        with pytest.raises(ValueError, match="overlaps"):
-            posenc.t5_bias(tbuf, 2, 2, out=np.lib.stride_tricks.as_strided(tbuf, (4, 2, 2), (4, 16, 4)))
-    finally:
-        posenc.set_backend(previous)
+    table = np.ones((32, 4), np.float32)
+    cases = [
+        (lambda o: posenc.t5_buckets(5, 6, out=o), np.full((5, 7), 7, np.int32), ValueError),
+        (lambda o: posenc.t5_buckets(5, 6, out=o), np.full((5, 6), 7, np.int64), TypeError),
+        (lambda o: posenc.t5_bias(table, 5, 6, out=o), np.full((4, 5, 6), 7, np.float64), TypeError),
+        (lambda o: posenc.alibi_bias(4, 5, 6, out=o), np.full((4, 6, 5), 7, np.float32), ValueError),
+        (lambda o: posenc.add_alibi(np.zeros((4, 5, 6), np.float32), out=o), np.full((4, 5, 6), 7, np.float16),
+         TypeError),
+        (lambda o: posenc.relative_embeddings(np.ones((5, 3), np.float32), 2, 2, 2, out=o),
+         np.full((2, 2, 4), 7, np.float32), ValueError),
+    ]
+    for call, out, exc in cases:
+        with pytest.raises(exc, match="out"):
+            call(out)
+        assert (out == 7).all()
+    for call, shape, dt in [
+        (lambda o: posenc.t5_buckets(5, 6, out=o), (5, 6), np.int32),
+        (lambda o: posenc.add_alibi(o, out=o), (4, 5, 6), np.float32),
+        (lambda o: posenc.add_t5_bias(o, table, out=o), (4, 5, 6), np.float32),
+        (lambda o: posenc.alibi_bias(4, 5, 6, out=o), (4, 5, 6), np.float32),
+    ]:
+        ro = np.full(shape, 7, dt)
+        ro.flags.writeable = False
+        with pytest.raises(ValueError, match="read-only"):
+            call(ro)
+    buf = np.full((5, 5, 6), 7, np.float32)
+    with pytest.raises(ValueError, match="overlaps"):
+        posenc.add_alibi(buf[:4], out=buf[1:])
+    assert (buf == 7).all()
+    tbuf = np.full((32, 4), 1, np.float32)
+    with pytest.raises(ValueError, match="overlaps"):
+        posenc.t5_bias(tbuf, 2, 2, out=np.lib.stride_tricks.as_strided(tbuf, (4, 2, 2), (4, 16, 4)))

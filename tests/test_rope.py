@@ -756,59 +756,43 @@ BAD_APPLY = [
 ]
 
 
-@pytest.mark.parametrize("backend", ["native", "reference"])
 @pytest.mark.parametrize("make,exc,match", BAD_APPLY)
 def test_bad_apply_leaves_out_untouched(backend, make, exc, match):
-    if backend == "native" and posenc._backend.native is None:
-        pytest.skip("no compiled core")
-    previous = posenc.get_backend()
-    posenc.set_backend(backend)
-    try:
-        x = np.full((2, 4, 2, 8), 7, np.float32)
-        kw = make(x)
-        target = kw["x"] if isinstance(kw["x"], np.ndarray) and kw["x"].dtype == np.float32 else None
-        before = None if target is None else target.copy()
-        with pytest.raises(exc, match=match):
-            posenc.apply_rope(**kw, out=target)
-        if target is not None:
-            np.testing.assert_array_equal(target, before)
-    finally:
-        posenc.set_backend(previous)
+    x = np.full((2, 4, 2, 8), 7, np.float32)
+    kw = make(x)
+    target = kw["x"] if isinstance(kw["x"], np.ndarray) and kw["x"].dtype == np.float32 else None
+    before = None if target is None else target.copy()
+    with pytest.raises(exc, match=match):
+        posenc.apply_rope(**kw, out=target)
+    if target is not None:
+        np.testing.assert_array_equal(target, before)
 
 
-@pytest.mark.parametrize("backend", ["native", "reference"])
 def test_bad_out(backend):
-    if backend == "native" and posenc._backend.native is None:
-        pytest.skip("no compiled core")
-    previous = posenc.get_backend()
-    posenc.set_backend(backend)
-    try:
-        x = np.ones((2, 4, 2, 8), np.float32)
-        for out, exc, match in [
-            (np.full((2, 4, 2, 6), 7, np.float32), ValueError, "out"),
-            (np.full((2, 4, 2, 8), 7, np.float64), TypeError, "out"),
-        ]:
-            with pytest.raises(exc, match=match):
-                posenc.apply_rope(x, out=out)
-            assert (out == 7).all()
-        ro = np.full((2, 4, 2, 8), 7, np.float32)
-        ro.flags.writeable = False
-        with pytest.raises(ValueError, match="read-only"):
-            posenc.apply_rope(x, out=ro)
-        buf = np.full((2, 4, 2, 9), 7, np.float32)
-        with pytest.raises(ValueError, match="overlaps"):
-            posenc.apply_rope(buf[..., :8], out=buf[..., 1:])
-        assert (buf == 7).all()
-        # apply_rope_qk: a bad k leaves q's out untouched too
-        q = np.full((2, 4, 2, 8), 7, np.float32)
-        with pytest.raises(ValueError, match="k"):
-            posenc.apply_rope_qk(q, np.ones((2, 5, 2, 8), np.float32), out_q=q)
-        assert (q == 7).all()
-        with pytest.raises(ValueError, match="overlaps"):
-            posenc.apply_rope_qk(q, q, out_q=q)
-        assert (q == 7).all()
-    finally:
-        posenc.set_backend(previous)
+    x = np.ones((2, 4, 2, 8), np.float32)
+    for out, exc, match in [
+        (np.full((2, 4, 2, 6), 7, np.float32), ValueError, "out"),
+        (np.full((2, 4, 2, 8), 7, np.float64), TypeError, "out"),
+    ]:
+        with pytest.raises(exc, match=match):
+            posenc.apply_rope(x, out=out)
+        assert (out == 7).all()
+    ro = np.full((2, 4, 2, 8), 7, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        posenc.apply_rope(x, out=ro)
+    buf = np.full((2, 4, 2, 9), 7, np.float32)
+    with pytest.raises(ValueError, match="overlaps"):
+        posenc.apply_rope(buf[..., :8], out=buf[..., 1:])
+    assert (buf == 7).all()
+    # apply_rope_qk: a bad k leaves q's out untouched too
+    q = np.full((2, 4, 2, 8), 7, np.float32)
+    with pytest.raises(ValueError, match="k"):
+        posenc.apply_rope_qk(q, np.ones((2, 5, 2, 8), np.float32), out_q=q)
+    assert (q == 7).all()
+    with pytest.raises(ValueError, match="overlaps"):
+        posenc.apply_rope_qk(q, q, out_q=q)
+    assert (q == 7).all()
 
 
 def test_misaligned_and_byteswapped(isa):

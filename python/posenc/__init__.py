@@ -44,8 +44,25 @@ def set_num_threads(n: Any) -> None:
     """Use at most ``n`` OpenMP threads in posenc's kernels (``None`` restores the default).
 
     The default follows OpenMP: ``OMP_NUM_THREADS`` and
-    ``threadpoolctl.threadpool_limits``. Small inputs always run on the
-    calling thread. Results do not depend on the thread count.
+    ``threadpoolctl.threadpool_limits`` (which limits posenc together with
+    NumPy's BLAS). Small inputs always run on the calling thread. Results do
+    not depend on the thread count.
+
+    Parameters
+    ----------
+    n : int >= 1 or None
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.set_num_threads(1)
+    >>> posenc.get_num_threads()
+    1
+    >>> posenc.set_num_threads(None)  # back to OpenMP's default
+    >>> from threadpoolctl import threadpool_limits  # doctest: +SKIP
+    >>> with threadpool_limits(limits=1):  # doctest: +SKIP
+    ...     posenc.get_num_threads()
+    1
     """
     value = 0 if n is None else _checks.integer(n, "n", minimum=1, maximum=2**31 - 1)
     if _backend.native is not None:
@@ -53,7 +70,14 @@ def set_num_threads(n: Any) -> None:
 
 
 def get_num_threads() -> int:
-    """The number of threads posenc's kernels may use now (1 on the reference backend)."""
+    """The number of threads posenc's kernels may use now (1 on the reference backend).
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.get_num_threads() >= 1
+    True
+    """
     if _backend.native is None or not _backend.use_native():
         return 1
     return int(_backend.native.get_num_threads())

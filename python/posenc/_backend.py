@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import os
 import warnings
-from types import ModuleType
 from typing import Optional
+
+__all__ = ["BACKENDS", "get_backend", "native", "set_backend", "use_native"]
 
 BACKENDS = ("native", "reference")
 
-native: Optional[ModuleType]
 try:
     from . import _native as native
     _import_error: Optional[BaseException] = None
 except ImportError as exc:  # pragma: no cover - exercised by a test in a subprocess
-    native = None
+    # Typed as the module on purpose: kernels are reached only when
+    # use_native() is True, which a failed import rules out for good, so the
+    # call sites need no None checks; code that must know tests `native is None`.
+    native = None  # type: ignore[assignment]
     _import_error = exc
 
 if native is not None:
@@ -52,7 +55,17 @@ def set_backend(name: str) -> None:
     """Select ``"native"`` (the compiled core) or ``"reference"`` (NumPy) for every call.
 
     Raises ``ValueError`` for an unknown name and ``RuntimeError`` when the
-    compiled core is not available.
+    compiled core is not available. ``POSENC_BACKEND`` sets the backend at
+    import.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> previous = posenc.get_backend()
+    >>> posenc.set_backend("reference")  # every call now runs the NumPy twin
+    >>> posenc.sinusoidal(2, 4).tolist()[0]
+    [0.0, 1.0, 0.0, 1.0]
+    >>> posenc.set_backend(previous)
     """
     global _current
     if name not in BACKENDS:
@@ -63,7 +76,14 @@ def set_backend(name: str) -> None:
 
 
 def get_backend() -> str:
-    """The backend in use: ``"native"`` or ``"reference"``."""
+    """The backend in use: ``"native"`` or ``"reference"``.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.get_backend() in ("native", "reference")
+    True
+    """
     return _current
 
 

@@ -100,7 +100,8 @@ def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
     if dt.newbyteorder("=") not in FLOAT_DTYPES or dt.byteorder not in "=|" + _native_order():
         supported = ", ".join(str(d) for d in FLOAT_DTYPES)
         raise TypeError(f"{name} must be one of {supported}, got {dt}")
-    return dt.newbyteorder("=")
+    result: np.dtype = dt.newbyteorder("=")
+    return result
 
 
 def _native_order() -> str:
@@ -119,7 +120,25 @@ def as_array(value: Any, name: str) -> np.ndarray:
     try:
         return np.asarray(value)
     except Exception as exc:  # noqa: BLE001 - re-raised with the argument's name
+        view = _torch_bfloat16(value)
+        if view is not None:
+            return view
         raise TypeError(f"{name} must be array-like, got {type(value).__name__}: {exc}") from None
+
+
+def _torch_bfloat16(value: Any) -> Optional[np.ndarray]:
+    """A CPU ``torch.bfloat16`` tensor as an ml_dtypes bfloat16 view of its memory (no copy).
+
+    Neither NumPy's ``__array__`` path nor its DLPack import knows bfloat16;
+    the tensor's bits are read as int16 and reinterpreted.
+    """
+    if BFLOAT16 is None or type(value).__module__.split(".")[0] != "torch":
+        return None
+    import torch
+
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.bfloat16 or value.device.type != "cpu":
+        return None
+    return np.asarray(value.detach().view(torch.int16).numpy()).view(BFLOAT16)
 
 
 def float_array(value: Any, name: str) -> np.ndarray:
@@ -236,7 +255,8 @@ def _self_overlapping(arr: np.ndarray) -> bool:
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
     try:
-        return bool(np.shares_memory(a, b, max_work=10**6))
+        # NumPy documents any positive max_work; its stubs list only -1 and 0.
+        return bool(np.shares_memory(a, b, max_work=10**6))  # type: ignore[arg-type]
     except Exception:  # TooHardError: too costly to prove disjoint, so refuse
         return True
 
@@ -248,3 +268,28 @@ def aligned(arr: np.ndarray) -> bool:
     float types posenc handles the alignment equals the itemsize.
     """
     return bool(arr.flags.aligned)
+
+
+def round_once(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """float64 ``values`` rounded to ``dtype`` once, to nearest even (what the kernels' store does).
+
+    NumPy rounds float64 to float32 and float16 directly. ml_dtypes rounds
+    float64 to bfloat16 through float32, which can round twice (1 + 2^-8 +
+    2^-30 becomes 1, not 1 + 2^-7). So bfloat16 goes through float32 rounded
+    *to odd* (truncate, then set the last bit if anything was dropped), after
+    which one round-to-nearest to bfloat16 is exact (Boldo & Melquiond,
+    "Emulation of FMA and correctly rounded sums: proved algorithms using
+    rounding to odd", 2008). Only the reference backend uses this.
+    """
+    dtype = np.dtype(dtype)
+    with np.errstate(over="ignore"):  # past the dtype's range is ±inf, as the kernels give it
+        if dtype != BFLOAT16:
+            return values.astype(dtype)
+        f = values.astype(np.float32)
+    wide = f.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        inexact = (wide != values) & ~np.isnan(values)
+        over = inexact & (np.abs(wide) > np.abs(values))
+    f[over] = np.nextafter(f[over], np.float32(0))
+    f.view(np.uint32)[inexact] |= np.uint32(1)
+    return f.astype(dtype)

@@ -54,6 +54,7 @@ def _t5_thresholds(half: int, max_exact: int, max_distance: int) -> np.ndarray:
 def _t5_buckets_of(distance: np.ndarray, p: ref.T5Params) -> np.ndarray:
     """int32 buckets: exact distances as they are, larger ones by a search in the boundaries."""
     d = np.clip(distance.astype(np.int64, copy=False), -ref._DISTANCE_CLIP, ref._DISTANCE_CLIP)
+    direction: Any  # an array of offsets, or 0
     if p.bidirectional:
         n = np.abs(d)
         direction = (d > 0) * p.half
@@ -61,7 +62,8 @@ def _t5_buckets_of(distance: np.ndarray, p: ref.T5Params) -> np.ndarray:
         n = -np.minimum(d, 0)
         direction = 0
     large = p.max_exact + np.searchsorted(_t5_thresholds(p.half, p.max_exact, p.max_distance), n, side="right")
-    return (np.where(n < p.max_exact, n, large) + direction).astype(np.int32)
+    buckets: np.ndarray = (np.where(n < p.max_exact, n, large) + direction).astype(np.int32)
+    return buckets
 
 
 # ---------------------------------------------------------------- relative positions
@@ -139,6 +141,7 @@ def clipped_relative_positions(
     plan = ref._plan_positions(q_len, k_len, offset, max_relative_position, dtype, out)
     target = _kernel_target(plan.out, (plan.grid.q_len, plan.grid.k_len), plan.dtype)
     m = plan.clip
+    assert m is not None  # set whenever max_relative_position is given
     _stream(target, (np.clip(_distances(plan.grid), -m, m) + m).astype(plan.dtype)[None, :])
     return target if out is None else out
 

@@ -163,7 +163,7 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling:
     ``u' = a·(u·cos θ − v·sin θ)``, ``v' = a·(v·cos θ + u·sin θ)``, a = the
     scheme's attention scaling. Angles and trigonometry are evaluated in
     float64 (exact at any position); float32 data rotate in float32 with
-    cos/sin rounded once (error ≲ 2e-7 for |x| ≤ 1), other dtypes in float64,
+    cos/sin rounded once (error ≲ 2e-7 for ``|x| ≤ 1``), other dtypes in float64,
     rounded once.
 
     Parameters

@@ -162,6 +162,19 @@ def sinusoidal_2d(height: int, width: int, dim: int, *, base: float = 10000.0, d
     ω_i = base^(-2i/c), the row (height) axis first, then the column axis,
     the concatenation cut to ``dim`` (any dim >= 1).
 
+    Parameters
+    ----------
+    height, width : int
+        Grid size (>= 0).
+    dim : int
+        Channels per cell (>= 1).
+    base : float
+        The frequency base (> 0, not 1).
+    dtype : float32, float64, float16 or bfloat16
+        Result dtype; computed in float64, rounded once.
+    out : array of shape [height, width, dim] and dtype ``dtype``, optional
+        Written in place and returned.
+
     Returns
     -------
     ndarray of shape [height, width, dim]
@@ -191,6 +204,19 @@ def sinusoidal_3d(
     c = 2·ceil(dim/6) channels per axis (depth, height, width in that order),
     interleaved sin/cos with ω_i = base^(-2i/c), cut to ``dim``.
 
+    Parameters
+    ----------
+    depth, height, width : int
+        Grid size (>= 0).
+    dim : int
+        Channels per cell (>= 1).
+    base : float
+        The frequency base (> 0, not 1).
+    dtype : float32, float64, float16 or bfloat16
+        Result dtype; computed in float64, rounded once.
+    out : array of shape [depth, height, width, dim] and dtype ``dtype``, optional
+        Written in place and returned.
+
     Returns
     -------
     ndarray of shape [depth, height, width, dim]
@@ -213,6 +239,16 @@ def concat_positional(x: Any, pe: Any, *, out: Any = None) -> Any:
 
     ``pe`` broadcasts over x's leading axes (a ``[seq, pe_dim]`` table serves
     every batch). The result dtype is ``np.result_type(x, pe)``.
+
+    Parameters
+    ----------
+    x : array_like of shape [..., seq, dim]
+    pe : array_like of shape [seq, pe_dim] or [..., seq, pe_dim]
+    out : array of shape [..., seq, dim + pe_dim], optional
+
+    Returns
+    -------
+    ndarray of shape [..., seq, dim + pe_dim]
 
     Examples
     --------

@@ -167,7 +167,7 @@ def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any
     """Reference for :func:`posenc.embedding_add`."""
     plan = _plan_add(x, table, positions, out)
     rows = plan.table[plan.positions].reshape(plan.positions_shape + (plan.x.shape[-1],))
-    result = (plan.x.astype(np.float64) + rows.astype(np.float64)).astype(plan.x.dtype)
+    result = _checks.round_once(plan.x.astype(np.float64) + rows.astype(np.float64), plan.x.dtype)
     _finish(result, plan.out)
     return result if out is None else out
 
@@ -180,7 +180,7 @@ def embedding_grad(grad: Any, positions: Any, num_positions: int) -> Any:
     if rows.shape[0]:
         repeats = rows.shape[0] // plan.positions.size
         np.add.at(acc, np.tile(plan.positions, repeats), rows)
-    return acc.astype(plan.grad.dtype)
+    return _checks.round_once(acc, plan.grad.dtype)
 
 
 # ---------------------------------------------------------------- resizing
@@ -195,10 +195,12 @@ def _cubic_weights(t: np.ndarray) -> np.ndarray:
     a = CUBIC_A
 
     def near(s: np.ndarray) -> np.ndarray:  # |s| <= 1
-        return ((a + 2) * s - (a + 3)) * s * s + 1
+        w: np.ndarray = ((a + 2) * s - (a + 3)) * s * s + 1
+        return w
 
     def far(s: np.ndarray) -> np.ndarray:  # 1 < |s| < 2
-        return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a
+        w: np.ndarray = ((a * s - 5 * a) * s + 8 * a) * s - 4 * a
+        return w
 
     return np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], axis=-1)
 
@@ -252,7 +254,7 @@ def _resample_axis(values: np.ndarray, axis: int, out_size: int, method: str, dt
         for k in range(index.shape[1]):
             if k != anchor:
                 delta += w[:, k].reshape(shape) * (np.take(values, idx[:, k], axis=axis).astype(np.float64) - base)
-        result[(slice(None),) * axis + (slice(lo, hi),)] = base + delta
+        result[(slice(None),) * axis + (slice(lo, hi),)] = _checks.round_once(base + delta, result.dtype)
     return result
 
 
@@ -298,4 +300,4 @@ def resize_table_2d(grid: Any, new_height: int, new_width: int, method: str = "b
         return _resample_axis(g, 1, w, method, g.dtype)
     # Height first into float64 (rounded once, at the end), then width.
     rows = _resample_axis(g, 0, h, method)
-    return rows.astype(g.dtype) if w == g.shape[1] else _resample_axis(rows, 1, w, method, g.dtype)
+    return _checks.round_once(rows, g.dtype) if w == g.shape[1] else _resample_axis(rows, 1, w, method, g.dtype)

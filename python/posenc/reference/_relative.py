@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Iterator, NamedTuple, Optional
+from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -36,29 +36,8 @@ _DISTANCE_CLIP = 2**62
 
 # ---------------------------------------------------------------- shared helpers
 
-def round_once(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """float64 ``values`` rounded once (to nearest, ties to even) to ``dtype``.
-
-    NumPy converts float64 to float32, float16 directly. ml_dtypes converts
-    float64 to bfloat16 through float32, which can round twice; so bfloat16
-    goes through float32 rounded *to odd* (truncate, then set the last bit if
-    anything was dropped), after which one round-to-nearest to bfloat16 is
-    exact (Boldo & Melquiond, "Emulation of FMA and correctly rounded sums:
-    proved algorithms using rounding to odd", 2008).
-    """
-    dtype = np.dtype(dtype)
-    with np.errstate(over="ignore"):  # past the dtype's range is ±inf, as the kernels give it
-        if dtype != _checks.BFLOAT16:
-            return values.astype(dtype)
-        f = values.astype(np.float32)
-    wide = f.astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        inexact = (wide != values) & ~np.isnan(values)
-        over = inexact & (np.abs(wide) > np.abs(values))
-    f[over] = np.nextafter(f[over], np.float32(0))
-    bits = f.view(np.uint32)
-    bits[inexact] |= np.uint32(1)
-    return f.astype(dtype)
+# float64 -> dtype rounded once (bfloat16 through float32 rounded to odd): shared by every reference.
+round_once = _checks.round_once
 
 
 def _finish(values: np.ndarray, out: Optional[np.ndarray], result: Any) -> Any:
@@ -91,7 +70,7 @@ def _bool(value: Any, name: str) -> bool:
 
 def _int_dtype(value: Any, name: str = "dtype") -> np.dtype:
     try:
-        dt = np.dtype(value)
+        dt: np.dtype = np.dtype(value)
     except TypeError:
         raise TypeError(f"{name} must be a NumPy dtype, got {value!r}") from None
     if dt.kind != "i" or not dt.isnative:
@@ -168,6 +147,7 @@ def clipped_relative_positions(
     _checks.integer(max_relative_position, "max_relative_position", minimum=0)  # None means "no clip" inside
     plan = _plan_positions(q_len, k_len, offset, max_relative_position, dtype, out)
     m = plan.clip
+    assert m is not None  # set whenever max_relative_position is given
     return _finish((np.clip(plan.grid.distances(), -m, m) + m).astype(plan.dtype), plan.out, out)
 
 
@@ -320,7 +300,8 @@ class AddPlan(NamedTuple):
     out: Optional[np.ndarray]
 
 
-def _plan_scores(scores: Any, offset: Any, heads: Optional[int], out: Any, extra=()) -> AddPlan:
+def _plan_scores(scores: Any, offset: Any, heads: Optional[int], out: Any,
+                 extra: Sequence[Tuple[np.ndarray, str]] = ()) -> AddPlan:
     s = _checks.float_array(scores, "scores")
     if s.ndim < 3:
         raise ValueError(f"scores must have shape [..., heads, q, k], got shape {s.shape}")
@@ -389,7 +370,7 @@ def alibi_slopes(num_heads: int, dtype: Any = np.float32) -> np.ndarray:
     return round_once(alibi_slopes_float64(heads), dt)
 
 
-def _slopes(slopes: Any, heads: Optional[int]) -> np.ndarray:
+def _slopes(slopes: Any, heads: int) -> np.ndarray:
     """float64 slopes: the authors' for ``heads``, or the caller's (finite, one per head)."""
     if slopes is None:
         return alibi_slopes_float64(heads)
@@ -441,7 +422,7 @@ def alibi_bias(num_heads: int, q_len: int, k_len: int, *, offset: int = 0, symme
     return _finish(alibi_values(plan.slopes, plan.grid.distances(), plan.symmetric, plan.dtype), plan.out, out)
 
 
-def _plan_add_alibi(scores: Any, offset: Any, symmetric: Any, slopes: Any, out: Any):
+def _plan_add_alibi(scores: Any, offset: Any, symmetric: Any, slopes: Any, out: Any) -> Tuple[AddPlan, np.ndarray, bool]:
     symmetric = _bool(symmetric, "symmetric")
     plan = _plan_scores(scores, offset, None, out)
     return plan, _slopes(slopes, plan.heads), symmetric

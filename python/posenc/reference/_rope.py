@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -33,7 +33,7 @@ _TYPE_ALIASES = {"su": "longrope", "mrope": "default"}
 # (required keys, optional keys) per scheme, as transformers' config
 # validation (RotaryEmbeddingConfigMixin._validate_*_rope_parameters) lists
 # them, plus the `seq_len` the dynamic schemes are evaluated at.
-_KEYS: Dict[str, Tuple[frozenset, frozenset]] = {
+_KEYS: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {
     "default": (frozenset(), frozenset()),
     "linear": (frozenset({"factor"}), frozenset()),
     "dynamic": (frozenset({"factor", "original_max_position_embeddings"}), frozenset({"seq_len"})),
@@ -289,7 +289,8 @@ def rope_cos_sin(positions: Any, dim: int, *, base: float = 10000.0, scaling: An
     plan = _plan_cos_sin(positions, dim, base, scaling, dtype)
     pos = np.arange(plan.n, dtype=np.float64) if plan.positions is None else plan.positions
     angles = np.multiply.outer(pos, plan.inv_freq)
-    return (plan.scale * np.cos(angles)).astype(plan.dtype), (plan.scale * np.sin(angles)).astype(plan.dtype)
+    return (_checks.round_once(plan.scale * np.cos(angles), plan.dtype),
+            _checks.round_once(plan.scale * np.sin(angles), plan.dtype))
 
 
 # ---------------------------------------------------------------- application
@@ -454,7 +455,8 @@ def _angles(plan: ApplyPlan) -> np.ndarray:
     shape[-1] = half
     if plan.grouped:
         shape[0] = theta.shape[0]
-    return theta.reshape(shape)
+    result: np.ndarray = theta.reshape(shape)
+    return result
 
 
 def _rotate(plan: ApplyPlan) -> np.ndarray:
@@ -485,7 +487,7 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling:
     """Reference for :func:`posenc.apply_rope`."""
     plan = _plan_apply(x, positions, base, scaling, inv_freq, attention_scaling, rotary_dim, interleaved, seq_axis,
                        offset, inverse, mrope_section, mrope_interleaved, out)
-    y = _rotate(plan).astype(plan.x.dtype)
+    y = _checks.round_once(_rotate(plan), plan.x.dtype)
     if plan.out is None:
         return y
     plan.out[...] = y
@@ -521,7 +523,7 @@ def apply_rope_qk(q: Any, k: Any, positions: Any = None, *, base: float = 10000.
     kw = _qk_kwargs(base, scaling, inv_freq, attention_scaling, rotary_dim, interleaved, seq_axis, offset, inverse,
                     mrope_section, mrope_interleaved)
     pq, pk = _plan_qk(q, k, positions, kw, out_q, out_k)
-    yq, yk = _rotate(pq).astype(pq.x.dtype), _rotate(pk).astype(pk.x.dtype)
+    yq, yk = _checks.round_once(_rotate(pq), pq.x.dtype), _checks.round_once(_rotate(pk), pk.x.dtype)
     if pq.out is not None:
         pq.out[...] = yq
         yq = out_q

@@ -76,8 +76,8 @@ def _encode(angles: np.ndarray, interleaved: bool) -> np.ndarray:
 def _finish(values: np.ndarray, dtype: np.dtype, out: Optional[np.ndarray], result: Any) -> Any:
     """Round float64 ``values`` once to ``dtype``, into ``out`` when given."""
     if out is None:
-        return values.astype(dtype)
-    out[...] = values.astype(dtype)
+        return _checks.round_once(values, dtype)
+    out[...] = _checks.round_once(values, dtype)
     return result
 
 

