@@ -11,7 +11,10 @@
 #   the real one when libstdc++ is loaded later by dlopen).
 # - CPython keeps interned objects alive until exit: leak detection is off.
 # - A huge request (the hostile-size cases) must come back as NULL, i.e. a
-#   MemoryError, as from glibc: allocator_may_return_null=1.
+#   MemoryError, as from glibc: allocator_may_return_null=1. The tests' own
+#   address-space cap is off under ASan (its shadow needs terabytes), so
+#   max_allocation_size_mb caps single requests instead: a fuzzed 8 GiB
+#   table would otherwise be allocated, touched and OOM-killed.
 # - pytest must capture at the Python level only (--capture=sys): a sanitizer
 #   report goes to fd 2 and the process exits at once, so fd-level capture
 #   would swallow it and the run would just stop.
@@ -48,7 +51,7 @@ nm -D "$so" | grep __asan_init >/dev/null || { echo "sanitize.sh: $so is not ins
 tests=$(pwd)/tests
 cd "$(mktemp -d)"
 env LD_PRELOAD="$asan:$cxx" \
-    ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:abort_on_error=1:strict_init_order=1:detect_stack_use_after_return=0 \
+    ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:max_allocation_size_mb=3072:abort_on_error=1:strict_init_order=1:detect_stack_use_after_return=0 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     POSENC_SANITIZED=1 HYPOTHESIS_PROFILE=default \
     "$OLDPWD/$venv/bin/python" -m pytest -q -p no:cacheprovider -p no:warnings --capture=sys "$tests" "$@"
