@@ -152,3 +152,14 @@ def test_misaligned_index_and_float64_vectors(backend):
     xr = np.ones((1, 3, 2, 4), np.float32)
     np.testing.assert_allclose(posenc.apply_rope(xr, inv_freq=f),
                                posenc.reference.apply_rope(xr, inv_freq=np.array(f)), atol=1e-6)
+
+
+def test_unparseable_dtype_strings_are_a_type_error(backend):
+    # Found by the fuzzer: np.dtype(",") raises SyntaxError, which escaped every dtype= argument.
+    for bad in (",", "f8,", "(", "float33"):
+        with pytest.raises(TypeError, match="dtype"):
+            posenc.sinusoidal(3, 4, dtype=bad)
+        with pytest.raises(TypeError, match="dtype"):
+            posenc.relative_positions(2, 2, dtype=bad)
+        with pytest.raises(TypeError, match="dtype"):
+            posenc.LearnedPositionalEmbedding(4, 2, dtype=bad)

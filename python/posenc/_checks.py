@@ -95,7 +95,7 @@ def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
     """A floating result dtype posenc computes in."""
     try:
         dt = np.dtype(value)
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):  # np.dtype(",") raises SyntaxError (found by the fuzzer)
         raise TypeError(f"{name} must be a NumPy dtype, got {value!r}") from None
     if dt.newbyteorder("=") not in FLOAT_DTYPES or dt.byteorder not in "=|" + _native_order():
         supported = ", ".join(str(d) for d in FLOAT_DTYPES)

@@ -71,7 +71,7 @@ def _bool(value: Any, name: str) -> bool:
 def _int_dtype(value: Any, name: str = "dtype") -> np.dtype:
     try:
         dt: np.dtype = np.dtype(value)
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):  # np.dtype(",") raises SyntaxError (found by the fuzzer)
         raise TypeError(f"{name} must be a NumPy dtype, got {value!r}") from None
     if dt.kind != "i" or not dt.isnative:
         raise TypeError(f"{name} must be a signed integer dtype in native byte order, got {dt}")
