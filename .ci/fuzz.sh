@@ -13,8 +13,10 @@ per_round=${POSENC_FUZZ_ROUND:-300}
 python=${PYTHON:-python}
 functions=$(cd tests && "$python" -c "import test_fuzz; print(len(test_fuzz.FUZZED))")
 log=$(mktemp)
-start=$SECONDS rounds=0
-while (( SECONDS - start < budget )); do
+start=$SECONDS rounds=0 last=0
+# A round is started only if one more of the last round's length still fits the budget.
+while (( rounds == 0 || SECONDS - start + last <= budget )); do
+  round_start=$SECONDS
   seed=$RANDOM$RANDOM
   if ! POSENC_FUZZ_EXAMPLES=$per_round "$python" -m pytest -q -p no:cacheprovider -p no:warnings \
        tests/test_fuzz.py -x --hypothesis-seed="$seed" >"$log" 2>&1; then
@@ -22,7 +24,7 @@ while (( SECONDS - start < budget )); do
     echo "fuzz: FAILED in round $((rounds + 1)) (--hypothesis-seed=$seed)"
     exit 1
   fi
-  rounds=$((rounds + 1))
+  rounds=$((rounds + 1)) last=$((SECONDS - round_start))
   echo "fuzz: round $rounds (seed $seed): $(tail -1 "$log")"
 done
 echo "fuzz: $functions functions x $per_round examples x $rounds rounds = $((functions * per_round * rounds)) examples in $((SECONDS - start)) s"
