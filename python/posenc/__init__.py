@@ -11,29 +11,49 @@ from typing import Any, Dict
 
 from . import _backend, _checks
 from ._backend import get_backend, set_backend
-from ._learned import LearnedPositionalEmbedding, embedding_add, embedding_grad, embedding_lookup, resize_table, resize_table_2d
-from ._rope import (RotaryEmbedding, apply_rope, apply_rope_qk, positions_from_cu_seqlens, rope_cos_sin,
-                    rope_inv_freq)
+from ._learned import (
+    LearnedPositionalEmbedding,
+    embedding_add,
+    embedding_grad,
+    embedding_lookup,
+    resize_table,
+    resize_table_2d,
+)
+from ._relative import (
+    add_alibi,
+    add_t5_bias,
+    alibi_bias,
+    alibi_slopes,
+    clipped_relative_positions,
+    relative_embeddings,
+    relative_positions,
+    t5_bias,
+    t5_bucket,
+    t5_buckets,
+)
+from ._rope import (
+    RotaryEmbedding,
+    apply_rope,
+    apply_rope_qk,
+    positions_from_cu_seqlens,
+    rope_cos_sin,
+    rope_inv_freq,
+)
 from ._sinusoidal import add_sinusoidal, concat_positional, sinusoidal, sinusoidal_2d, sinusoidal_3d
-from ._relative import add_alibi, add_t5_bias, alibi_bias, alibi_slopes, clipped_relative_positions, relative_embeddings, relative_positions, t5_bias, t5_bucket, t5_buckets  # noqa: E501
 from ._version import __version__
 from .reference import sinusoidal_frequencies
 
 __all__ = [
-    "LearnedPositionalEmbedding", "embedding_add", "embedding_grad", "embedding_lookup", "resize_table", "resize_table_2d",
-    "RotaryEmbedding", "apply_rope", "apply_rope_qk", "positions_from_cu_seqlens", "rope_cos_sin", "rope_inv_freq",
     "__version__",
-    "add_sinusoidal",
-    "concat_positional",
-    "get_backend",
-    "get_num_threads",
-    "info",
-    "set_backend",
-    "set_num_threads",
-    "sinusoidal",
-    "sinusoidal_2d",
-    "sinusoidal_3d",
-    "sinusoidal_frequencies",
+    # runtime
+    "get_backend", "get_num_threads", "info", "set_backend", "set_num_threads",
+    # absolute: sinusoidal
+    "add_sinusoidal", "concat_positional", "sinusoidal", "sinusoidal_2d", "sinusoidal_3d", "sinusoidal_frequencies",
+    # absolute: learned
+    "LearnedPositionalEmbedding", "embedding_add", "embedding_grad", "embedding_lookup", "resize_table",
+    "resize_table_2d",
+    # rotary
+    "RotaryEmbedding", "apply_rope", "apply_rope_qk", "positions_from_cu_seqlens", "rope_cos_sin", "rope_inv_freq",
     # relative positions
     "add_alibi", "add_t5_bias", "alibi_bias", "alibi_slopes", "clipped_relative_positions",
     "relative_embeddings", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets",
