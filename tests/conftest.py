@@ -32,7 +32,7 @@ requires_native = pytest.mark.skipif(not NATIVE, reason="the compiled core is no
 
 @contextlib.contextmanager
 def using(backend: str, isa: Optional[str] = None) -> Iterator[None]:
-    """Run a block on ``backend`` (and, for native, on ``isa``), restoring both afterwards."""
+    """Run a block on ``backend`` (and, for native, on ``isa``), restoring both and the default thread count."""
     previous_backend = posenc.get_backend()
     previous_isa = _backend.native.active_isa() if NATIVE else None
     posenc.set_backend(backend)
@@ -44,6 +44,7 @@ def using(backend: str, isa: Optional[str] = None) -> Iterator[None]:
         if previous_isa is not None:
             _backend.native.select_isa(previous_isa)
         posenc.set_backend(previous_backend)
+        posenc.set_num_threads(None)
 
 
 @pytest.fixture(params=ISAS or [pytest.param(None, marks=pytest.mark.skip(reason="no compiled core"))])

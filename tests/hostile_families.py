@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict
 
 import numpy as np
 
-from hostile import (HUGE, SIZE_ERRORS, Check, Raises, Same, Spec, byteswapped, empty_of, finite_or_refused,
+from hostile import (HUGE, SIZE_ERRORS, Check, Raises, Spec, byteswapped, empty_of, finite_or_refused,
                      misaligned, negative_strides, stepped)
 
 F32 = np.float32

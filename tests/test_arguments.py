@@ -16,7 +16,6 @@ odd layouts compute what the reference computes on a clean copy.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from typing import Any, Callable, Dict, List
@@ -27,9 +26,8 @@ import pytest
 import posenc
 from posenc import reference
 
-from conftest import NATIVE
-from hostile import (SANITIZED, SIZE_ERRORS, Case, Check, Raises, Same, Spec, empty_of, finite_or_refused, memory_guard,
-                     misaligned, negative_strides)
+from conftest import NATIVE, using
+from hostile import SANITIZED, SIZE_ERRORS, Case, Check, Raises, Same, Spec, empty_of, finite_or_refused, memory_guard
 
 F32 = np.float32
 _rng = np.random.default_rng(1234)
@@ -201,18 +199,6 @@ def test_every_public_name_has_hostile_cases():
             f"{name}: needs both refused and accepted cases")
 
 
-@contextlib.contextmanager
-def backend(name: str):
-    previous = posenc.get_backend()
-    posenc.set_backend(name)
-    threads = posenc.get_num_threads()
-    try:
-        yield
-    finally:
-        posenc.set_backend(previous)
-        posenc.set_num_threads(None)
-
-
 def _call(api: Any, case: Case) -> Any:
     with memory_guard():
         if case.call is not None:
@@ -275,7 +261,7 @@ def test_hostile(case: Case, backend_name: str) -> None:
         pytest.fail(f"posenc.{case.func} is public but has no hostile-input spec: add one to SPECS")
     # Fresh arrays for every run: an in-place case must not see another run's writes.
     case = next(c for c in SPECS[case.func]().cases if c.id == case.id)
-    with backend(backend_name):
+    with using(backend_name):
         expect = case.expect
         if isinstance(expect, Raises):
             before = _snapshot(case.kwargs)
@@ -300,7 +286,7 @@ def test_hostile(case: Case, backend_name: str) -> None:
             result = _call(posenc, case)
             clean = {**case.kwargs, **{k: None for k in out}, **(expect.clean or {})}
             api = reference if hasattr(reference, expect.name or case.func) else posenc
-            with backend("reference"):
+            with using("reference"):
                 want = getattr(api, expect.name or case.func)(*case.args, **clean)
             assert_same(result, want)
             for value in out.values():

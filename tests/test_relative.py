@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 import posenc
 from posenc import reference as ref
-from posenc.reference import _relative as ref_rel
 
 from helpers import FLOAT_DTYPES, strided_view
 

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 import posenc
 from posenc import reference as ref
 
-from conftest import NATIVE, using
 from helpers import FLOAT_DTYPES, assert_close_to_float64, eps, strided_view
 
 

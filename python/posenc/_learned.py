@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from . import _backend, _checks
-from ._sinusoidal import _kernel_target, _run_into, sinusoidal
+from ._sinusoidal import sinusoidal
 from .reference import _learned as ref
 
 
@@ -50,8 +50,8 @@ def embedding_lookup(table: Any, positions: Any, *, out: Any = None) -> Any:
         return ref.embedding_lookup(table, positions, out=out)
     plan = ref._plan_lookup(table, positions, out)
     tab = _aligned(plan.table)
-    target = _kernel_target(plan.out, plan.shape, tab.dtype)
-    _run_into(target, lambda dest: _backend.native.embedding_lookup(tab, plan.positions, _rows_view(dest)))
+    target = _backend.kernel_target(plan.out, plan.shape, tab.dtype)
+    _backend.run_into(target, lambda dest: _backend.native.embedding_lookup(tab, plan.positions, _rows_view(dest)))
     return target if out is None else out
 
 
@@ -95,8 +95,8 @@ def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any
         return ref.embedding_add(x, table, positions, out=out)
     plan = ref._plan_add(x, table, positions, out)
     xa, tab = _aligned(plan.x), _aligned(plan.table)
-    target = _kernel_target(plan.out, xa.shape, xa.dtype)
-    _run_into(
+    target = _backend.kernel_target(plan.out, xa.shape, xa.dtype)
+    _backend.run_into(
         target,
         lambda dest: _backend.native.embedding_add(_rows_view(xa), tab, plan.positions, _rows_view(dest)),
     )

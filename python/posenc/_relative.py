@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from . import _backend, _checks
-from ._sinusoidal import _kernel_target, _run_into
 from .reference import _relative as ref
 
 
@@ -40,7 +39,7 @@ def _distances(grid: ref.Grid) -> np.ndarray:
 
 def _stream(target: np.ndarray, lut: np.ndarray, step: int = 1) -> None:
     """Fill ``target[..., q, k·step]`` with rows of ``lut`` (kernel: a copy per row)."""
-    _run_into(target, lambda dest: _backend.native.toeplitz_copy(dest, lut, step))
+    _backend.run_into(target, lambda dest: _backend.native.toeplitz_copy(dest, lut, step))
 
 
 @functools.lru_cache(maxsize=64)
@@ -96,7 +95,7 @@ def relative_positions(q_len: int, k_len: int, *, offset: int = 0, dtype: Any = 
     if not _backend.use_native():
         return ref.relative_positions(q_len, k_len, offset=offset, dtype=dtype, out=out)
     plan = ref._plan_positions(q_len, k_len, offset, None, dtype, out)
-    target = _kernel_target(plan.out, (plan.grid.q_len, plan.grid.k_len), plan.dtype)
+    target = _backend.kernel_target(plan.out, (plan.grid.q_len, plan.grid.k_len), plan.dtype)
     _stream(target, _distances(plan.grid).astype(plan.dtype)[None, :])
     return target if out is None else out
 
@@ -139,7 +138,7 @@ def clipped_relative_positions(
         return ref.clipped_relative_positions(q_len, k_len, max_relative_position, offset=offset, dtype=dtype, out=out)
     _checks.integer(max_relative_position, "max_relative_position", minimum=0)  # None means "no clip" inside
     plan = ref._plan_positions(q_len, k_len, offset, max_relative_position, dtype, out)
-    target = _kernel_target(plan.out, (plan.grid.q_len, plan.grid.k_len), plan.dtype)
+    target = _backend.kernel_target(plan.out, (plan.grid.q_len, plan.grid.k_len), plan.dtype)
     m = plan.clip
     assert m is not None  # set whenever max_relative_position is given
     _stream(target, (np.clip(_distances(plan.grid), -m, m) + m).astype(plan.dtype)[None, :])
@@ -178,7 +177,7 @@ def relative_embeddings(table: Any, q_len: int, k_len: int, max_relative_positio
         return ref.relative_embeddings(table, q_len, k_len, max_relative_position, offset=offset, out=out)
     plan = ref._plan_embeddings(table, q_len, k_len, max_relative_position, offset, out)
     q, k, d = plan.grid.q_len, plan.grid.k_len, plan.table.shape[1]
-    target = _kernel_target(plan.out, (q, k, d), plan.table.dtype)
+    target = _backend.kernel_target(plan.out, (q, k, d), plan.table.dtype)
     if target.size == 0:
         return target if out is None else out
     m = plan.clip
@@ -326,7 +325,7 @@ __T5_PARAMETERS__
         return ref.t5_buckets(q_len, k_len, offset=offset, bidirectional=bidirectional, num_buckets=num_buckets,
                               max_distance=max_distance, out=out)
     plan = ref._plan_buckets(q_len, k_len, offset, bidirectional, num_buckets, max_distance, out)
-    target = _kernel_target(plan.out, (plan.grid.q_len, plan.grid.k_len), np.dtype(np.int32))
+    target = _backend.kernel_target(plan.out, (plan.grid.q_len, plan.grid.k_len), np.dtype(np.int32))
     _stream(target, _t5_buckets_of(_distances(plan.grid), plan.t5)[None, :])
     return target if out is None else out
 
@@ -364,7 +363,7 @@ __T5_PARAMETERS__
         return ref.t5_bias(table, q_len, k_len, offset=offset, bidirectional=bidirectional,
                            max_distance=max_distance, out=out)
     plan = ref._plan_t5_bias(table, q_len, k_len, offset, bidirectional, max_distance, out)
-    target = _kernel_target(plan.out, (plan.table.shape[1], plan.grid.q_len, plan.grid.k_len), plan.table.dtype)
+    target = _backend.kernel_target(plan.out, (plan.table.shape[1], plan.grid.q_len, plan.grid.k_len), plan.table.dtype)
     lut = np.ascontiguousarray(plan.table[_t5_buckets_of(_distances(plan.grid), plan.t5)].T)
     _stream(target, lut)
     return target if out is None else out
@@ -372,8 +371,8 @@ __T5_PARAMETERS__
 
 def _add_into(plan: ref.AddPlan, lut: np.ndarray) -> np.ndarray:
     scores = plan.scores if _checks.aligned(plan.scores) else plan.scores.copy()
-    target = _kernel_target(plan.out, scores.shape, scores.dtype)
-    _run_into(target, lambda dest: _backend.native.toeplitz_add(scores, dest, lut))
+    target = _backend.kernel_target(plan.out, scores.shape, scores.dtype)
+    _backend.run_into(target, lambda dest: _backend.native.toeplitz_add(scores, dest, lut))
     return target
 
 
@@ -508,7 +507,7 @@ __ALIBI_FORMS__
         return ref.alibi_bias(num_heads, q_len, k_len, offset=offset, symmetric=symmetric, slopes=slopes,
                               dtype=dtype, out=out)
     plan = ref._plan_alibi(num_heads, q_len, k_len, offset, symmetric, slopes, dtype, out)
-    target = _kernel_target(plan.out, (plan.slopes.shape[0], plan.grid.q_len, plan.grid.k_len), plan.dtype)
+    target = _backend.kernel_target(plan.out, (plan.slopes.shape[0], plan.grid.q_len, plan.grid.k_len), plan.dtype)
     _stream(target, ref.alibi_values(plan.slopes, _distances(plan.grid), plan.symmetric, plan.dtype))
     return target if out is None else out
 

@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from . import _backend, _checks
 from .reference import _sinusoidal as ref
-
-
-def _kernel_target(target: Optional[np.ndarray], shape: Any, dtype: np.dtype) -> np.ndarray:
-    """Where a kernel writes: ``out`` itself, or a new array if there is none."""
-    return np.empty(shape, dtype) if target is None else target
-
-
-def _run_into(target: np.ndarray, kernel: Any) -> None:
-    """Run ``kernel(dest)`` so that it writes ``target``, via an aligned twin if needed."""
-    if _checks.aligned(target):
-        kernel(target)
-    else:  # a misaligned view (e.g. np.frombuffer at an odd offset): compute, then copy once
-        twin = np.empty(target.shape, target.dtype)
-        kernel(twin)
-        target[...] = twin
 
 
 def sinusoidal(
@@ -74,8 +59,8 @@ def sinusoidal(
     if not _backend.use_native():
         return ref.sinusoidal(positions, dim, base=base, interleaved=interleaved, freq_rule=freq_rule, dtype=dtype, out=out)
     plan = ref._plan_table(positions, dim, base, interleaved, freq_rule, dtype, out)
-    target = _kernel_target(plan.out, (plan.n, 2 * plan.inv_freq.shape[0]), plan.dtype)
-    _run_into(
+    target = _backend.kernel_target(plan.out, (plan.n, 2 * plan.inv_freq.shape[0]), plan.dtype)
+    _backend.run_into(
         target,
         lambda dest: _backend.native.sinusoidal_table(dest, plan.positions, 0.0, plan.inv_freq, bool(interleaved)),
     )
@@ -125,8 +110,8 @@ def add_sinusoidal(
         return ref.add_sinusoidal(x, offset=offset, positions=positions, base=base, interleaved=interleaved, scale=scale, out=out)
     plan = ref._plan_add(x, offset, positions, base, interleaved, scale, out)
     xa = plan.x if _checks.aligned(plan.x) else plan.x.copy()
-    target = _kernel_target(plan.out, xa.shape, xa.dtype)
-    _run_into(
+    target = _backend.kernel_target(plan.out, xa.shape, xa.dtype)
+    _backend.run_into(
         target,
         lambda dest: _backend.native.add_sinusoidal(
             xa, dest, plan.positions, plan.start, plan.inv_freq, bool(interleaved), plan.scale
@@ -136,7 +121,7 @@ def add_sinusoidal(
 
 
 def _grid(plan: ref.GridPlan) -> np.ndarray:
-    target = _kernel_target(plan.out, plan.shape + (plan.dim,), plan.dtype)
+    target = _backend.kernel_target(plan.out, plan.shape + (plan.dim,), plan.dtype)
 
     def fill(dest: np.ndarray) -> None:
         axes = len(plan.shape)
@@ -150,7 +135,7 @@ def _grid(plan: ref.GridPlan) -> np.ndarray:
             view = np.moveaxis(dest[..., first:last], axis, axes - 1)
             _backend.native.sinusoidal_table(view, None, 0.0, plan.inv_freq, True)
 
-    _run_into(target, fill)
+    _backend.run_into(target, fill)
     return target
 
 
