@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc._checks import BFLOAT16
+from posenc._checks import BFLOAT16, is_bfloat16
 
 FLOAT_DTYPES = [np.float32, np.float64, np.float16] + ([BFLOAT16] if BFLOAT16 is not None else [])
 
@@ -25,7 +25,7 @@ def strided_view(base: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 def eps(dtype) -> float:
     """Machine epsilon of any float dtype posenc supports (bfloat16 included)."""
-    return 2.0**-7 if np.dtype(dtype) == BFLOAT16 else float(np.finfo(dtype).eps)
+    return 2.0**-7 if is_bfloat16(dtype) else float(np.finfo(dtype).eps)
 
 
 def assert_close_to_float64(actual: np.ndarray, exact: np.ndarray, atol_f64: float = 0.0) -> None:
@@ -34,7 +34,7 @@ def assert_close_to_float64(actual: np.ndarray, exact: np.ndarray, atol_f64: flo
     if actual.dtype == np.float64:
         tol = atol_f64 + 4 * np.finfo(np.float64).eps * np.abs(exact)
     else:
-        tiny = float(np.finfo(actual.dtype).smallest_subnormal) if actual.dtype != BFLOAT16 else 2.0**-133
+        tiny = float(np.finfo(actual.dtype).smallest_subnormal) if not is_bfloat16(actual.dtype) else 2.0**-133
         tol = atol_f64 + 0.5 * eps(actual.dtype) * np.abs(exact) * (1 + 1e-9) + tiny
     err = np.abs(actual64 - exact)
     bad = err > tol

@@ -22,6 +22,15 @@ try:  # optional: bfloat16 support
 except ImportError:  # pragma: no cover - depends on the environment
     BFLOAT16 = None
 
+def is_bfloat16(dtype: Any) -> bool:
+    """Whether ``dtype`` is ml_dtypes' bfloat16 (False when ml_dtypes is absent).
+
+    Never compare a dtype with ``BFLOAT16`` directly: NumPy reads ``None`` as
+    float64, so ``np.dtype("float64") == None`` is True.
+    """
+    return BFLOAT16 is not None and np.dtype(dtype) == BFLOAT16
+
+
 FLOAT_DTYPES: Tuple[np.dtype, ...] = tuple(
     np.dtype(t) for t in (np.float32, np.float64, np.float16)
 ) + ((BFLOAT16,) if BFLOAT16 is not None else ())
@@ -283,7 +292,7 @@ def round_once(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     with np.errstate(over="ignore"):  # past the dtype's range is ±inf, as the kernels give it
-        if dtype != BFLOAT16:
+        if not is_bfloat16(dtype):
             return values.astype(dtype)
         f = values.astype(np.float32)
     wide = f.astype(np.float64)

@@ -375,7 +375,7 @@ def _slopes(slopes: Any, heads: int) -> np.ndarray:
     if slopes is None:
         return alibi_slopes_float64(heads)
     arr = _checks.as_array(slopes, "slopes")
-    if arr.dtype.kind not in "iuf" and arr.dtype != _checks.BFLOAT16:
+    if arr.dtype.kind not in "iuf" and not _checks.is_bfloat16(arr.dtype):
         raise TypeError(f"slopes must be real numbers, got dtype {arr.dtype}")
     arr = np.require(arr, np.float64, ["C", "A"])  # aligned: the kernels load doubles
     if arr.ndim != 1:
