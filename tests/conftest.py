@@ -58,6 +58,16 @@ def isa(request):
             yield request.param
 
 
+@pytest.fixture(params=[i for i in ISAS if i != "reference"]
+                or [pytest.param(None, marks=pytest.mark.skip(reason="native-only: no compiled core, "
+                                                                     "or POSENC_BACKEND=reference"))])
+def native_isa(request):
+    """Like ``isa``, but never the reference: for tests that compare native results with
+    ``posenc.reference`` (on the reference backend they would compare the reference with itself)."""
+    with using("native", request.param):
+        yield request.param
+
+
 @pytest.fixture(params=["native", "reference"])
 def backend(request):
     """Run the test on each backend (native skipped without the compiled core)."""

@@ -6,6 +6,14 @@ import numpy as np
 
 from posenc._checks import BFLOAT16, is_bfloat16
 
+_rng = np.random.default_rng(4321)
+
+
+def rand(*shape: int, dtype=np.float32) -> np.ndarray:
+    """Standard normal values of ``shape`` in ``dtype`` (one seeded stream for the whole run)."""
+    return _rng.standard_normal(shape).astype(dtype)
+
+
 FLOAT_DTYPES = [np.float32, np.float64, np.float16] + ([BFLOAT16] if BFLOAT16 is not None else [])
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from . import _backend, _checks
+from . import _backend, _checks, _native_exec, reference
 from ._backend import get_backend, set_backend
 from ._learned import (
     LearnedPositionalEmbedding,
@@ -41,7 +41,7 @@ from ._rope import (
 )
 from ._sinusoidal import add_sinusoidal, concat_positional, sinusoidal, sinusoidal_2d, sinusoidal_3d
 from ._version import __version__
-from .reference import sinusoidal_frequencies
+from ._plans.sinusoidal import sinusoidal_frequencies
 
 __all__ = [
     "__version__",

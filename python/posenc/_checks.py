@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -100,12 +100,41 @@ def choice(value: Any, name: str, options: Sequence[str]) -> str:
     return value
 
 
-def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
-    """A floating result dtype posenc computes in."""
+def boolean(value: Any, name: str) -> bool:
+    """A bool or NumPy bool (a truthy string or 1 is not True)."""
+    if value is True or value is False:
+        return value
+    if not isinstance(value, np.bool_):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return bool(value)
+
+
+def length(value: Any, name: str) -> int:
+    """A count of positions (a sequence length): 0 <= n <= 2**53, so every position is exact in float64."""
+    n = integer(value, name, minimum=0)
+    if n > MAX_EXACT_POSITION:
+        raise ValueError(f"{name} must be <= 2**53, got {n}")
+    return n
+
+
+def int_dtype(value: Any, name: str = "dtype") -> np.dtype:
+    """A signed integer result dtype in native byte order."""
+    dt = _dtype(value, name)
+    if dt.kind != "i" or not dt.isnative:
+        raise TypeError(f"{name} must be a signed integer dtype in native byte order, got {dt}")
+    return dt
+
+
+def _dtype(value: Any, name: str) -> np.dtype:
     try:
-        dt = np.dtype(value)
+        return np.dtype(value)
     except (TypeError, ValueError, SyntaxError):  # np.dtype(",") raises SyntaxError (found by the fuzzer)
         raise TypeError(f"{name} must be a NumPy dtype, got {value!r}") from None
+
+
+def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
+    """A floating result dtype posenc computes in."""
+    dt = _dtype(value, name)
     if dt.newbyteorder("=") not in FLOAT_DTYPES or dt.byteorder not in "=|" + _native_order():
         supported = ", ".join(str(d) for d in FLOAT_DTYPES)
         raise TypeError(f"{name} must be one of {supported}, got {dt}")
@@ -161,6 +190,19 @@ def float_array(value: Any, name: str) -> np.ndarray:
     return arr
 
 
+def integer_array(value: Any, name: str) -> np.ndarray:
+    """An array of integers of any shape and integer dtype; floats and bools are a TypeError.
+
+    An empty sequence (``[]``, which NumPy reads as float64) is an empty int64 array.
+    """
+    arr = as_array(value, name)
+    if arr.dtype.kind not in "iu":
+        if arr.size == 0 and not isinstance(value, np.ndarray) and arr.dtype.kind == "f":
+            return arr.astype(np.int64)
+        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
+    return arr
+
+
 def positions(value: Any, name: str = "positions") -> Tuple[Optional[np.ndarray], int]:
     """Positions as (float64 vector or None, count). An int n means arange(n)."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
@@ -189,6 +231,26 @@ def result_size(shape: Sequence[int], dtype: np.dtype, name: str) -> None:
         total *= extent
     if total > _MAX_BYTES:
         raise ValueError(f"{name} of shape {tuple(shape)} and dtype {dtype} would need {total} bytes")
+
+
+class Out(NamedTuple):
+    """A caller's ``out``: the ndarray view executors write, and the object to return as passed."""
+
+    array: np.ndarray
+    given: Any
+
+
+def out_target(
+    out: Any,
+    shape: Sequence[int],
+    dtype: np.dtype,
+    inputs: Sequence[Tuple[np.ndarray, str]] = (),
+    name: str = "out",
+) -> Optional[Out]:
+    """:func:`output` as an :class:`Out` record (None if ``out`` is None)."""
+    if out is None:
+        return None
+    return Out(output(out, shape, dtype, inputs, name), out)  # type: ignore[arg-type]
 
 
 def output(
@@ -279,26 +341,5 @@ def aligned(arr: np.ndarray) -> bool:
     return bool(arr.flags.aligned)
 
 
-def round_once(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """float64 ``values`` rounded to ``dtype`` once, to nearest even (what the kernels' store does).
-
-    NumPy rounds float64 to float32 and float16 directly. ml_dtypes rounds
-    float64 to bfloat16 through float32, which can round twice (1 + 2^-8 +
-    2^-30 becomes 1, not 1 + 2^-7). So bfloat16 goes through float32 rounded
-    *to odd* (truncate, then set the last bit if anything was dropped), after
-    which one round-to-nearest to bfloat16 is exact (Boldo & Melquiond,
-    "Emulation of FMA and correctly rounded sums: proved algorithms using
-    rounding to odd", 2008). Only the reference backend uses this.
-    """
-    dtype = np.dtype(dtype)
-    with np.errstate(over="ignore"):  # past the dtype's range is ±inf, as the kernels give it
-        if not is_bfloat16(dtype):
-            return values.astype(dtype)
-        f = values.astype(np.float32)
-    wide = f.astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        inexact = (wide != values) & ~np.isnan(values)
-        over = inexact & (np.abs(wide) > np.abs(values))
-    f[over] = np.nextafter(f[over], np.float32(0))
-    f.view(np.uint32)[inexact] |= np.uint32(1)
-    return f.astype(dtype)
+# Moved to _rounding (shared maths, not validation); kept here until every family imports it from there.
+from ._rounding import round_once  # noqa: E402,F401
