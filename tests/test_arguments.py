@@ -240,7 +240,7 @@ def test_a_public_function_without_cases_fails_the_suite():
         "posenc.brand_new_kernel = lambda x: x\n"
         "posenc.__all__.append('brand_new_kernel')\n"
         "sys.exit(pytest.main(['-q', '-p', 'no:warnings', '-p', 'no:cacheprovider', 'test_arguments.py',\n"
-        "                      '-k', 'brand_new or every_public']))\n"
+        "                      '-k', 'brand_new or every_public_name']))\n"
     )
     here = os.path.dirname(os.path.abspath(__file__))
     r = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True, text=True, timeout=300)
