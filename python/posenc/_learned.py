@@ -10,6 +10,9 @@ from . import _backend, _checks
 from ._sinusoidal import sinusoidal
 from .reference import _learned as ref
 
+__all__ = ["LearnedPositionalEmbedding", "embedding_add", "embedding_grad", "embedding_lookup", "resize_table", "resize_table_2d"]
+
+
 
 def _rows_view(a: np.ndarray) -> np.ndarray:
     """``a`` with at least two axes (a leading one added to a single row), as the kernels take it."""

@@ -23,6 +23,9 @@ import numpy as np
 from . import _backend, _checks
 from .reference import _relative as ref
 
+__all__ = ["add_alibi", "add_t5_bias", "alibi_bias", "alibi_slopes", "clipped_relative_positions", "relative_embeddings", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets"]
+
+
 
 def _shared_doc(func: Any) -> Any:
     """Fill the shared parameter descriptions into ``func``'s docstring."""

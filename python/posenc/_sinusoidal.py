@@ -14,7 +14,10 @@ import numpy as np
 from . import _checks
 from ._api import entry
 from ._plans.sinusoidal import (FREQ_RULES, SinusoidalAdd, SinusoidalGrid, SinusoidalTable, axis_frequencies,
-                                frequencies)
+                                frequencies, sinusoidal_frequencies)
+
+__all__ = ["add_sinusoidal", "concat_positional", "sinusoidal", "sinusoidal_2d", "sinusoidal_3d",
+           "sinusoidal_frequencies"]
 
 
 @entry
