@@ -111,3 +111,18 @@ def native_backend():
 def reference_backend():
     with using("reference"):
         yield
+
+
+# tests/mutation.py runs a family's tests with one kernel made wrong on purpose.
+_MUTANT = os.environ.get("POSENC_MUTANT")
+_mutant_calls = None
+if _MUTANT:
+    import mutation
+
+    _mutant_calls = mutation.apply(_MUTANT)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _mutant_calls is not None and _mutant_calls() == 0:
+        print(f"\nmutant never called: {_MUTANT}")
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
