@@ -140,22 +140,6 @@ def test_misaligned_byteswapped_and_torch(isa):
         np.testing.assert_array_equal(t.numpy(), table[pos])
 
 
-def test_thread_count_does_not_change_forward(native_isa):
-    rng = np.random.default_rng(3)
-    table = rng.standard_normal((3000, 128)).astype(np.float32)
-    x = rng.standard_normal((3, 2000, 128)).astype(np.float32)
-    pos = rng.integers(0, 3000, 2000)
-    try:
-        posenc.set_num_threads(1)
-        one = posenc.embedding_add(x, table, pos), posenc.embedding_lookup(table, pos[None])
-        posenc.set_num_threads(2)
-        two = posenc.embedding_add(x, table, pos), posenc.embedding_lookup(table, pos[None])
-    finally:
-        posenc.set_num_threads(None)
-    for a, b in zip(one, two):
-        assert_bitwise_equal(a, b)
-
-
 # ---------------------------------------------------------------- grad
 
 @given(
