@@ -57,7 +57,7 @@ def embedding_lookup(table: Any, positions: Any, *, out: Any = None) -> Any:
     _checks.result_size(shape, tab.dtype, "the result")
     target = _checks.out_target(out, shape, tab.dtype)
     refuse_table_overlap(target, tab)
-    return EmbeddingLookup(table=tab, positions=flat_positions(pos), shape=shape, out=target)
+    return EmbeddingLookup(tab, flat_positions(pos), shape, target)
 
 
 @entry
@@ -110,8 +110,7 @@ def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any
     check_range(pos, tab.shape[0])
     target = _checks.out_target(out, xa.shape, xa.dtype, [(xa, "x")])
     refuse_table_overlap(target, tab)
-    return EmbeddingAdd(x=xa, table=tab, positions=flat_positions(pos), positions_shape=tuple(pos.shape),
-                        out=target)
+    return EmbeddingAdd(xa, tab, flat_positions(pos), tuple(pos.shape), target)
 
 
 @entry
@@ -165,7 +164,7 @@ def embedding_grad(grad: Any, positions: Any, num_positions: int) -> Any:
     check_range(pos, n)
     shape = (n, ga.shape[-1])
     _checks.result_size(shape, ga.dtype, "the gradient")
-    return EmbeddingGrad(grad=ga, positions=flat_positions(pos), shape=shape)
+    return EmbeddingGrad(ga, flat_positions(pos), shape)
 
 
 @entry

@@ -168,7 +168,7 @@ def resize_plan(table: np.ndarray, *, sizes: Tuple[int, ...], method: str) -> Ta
     float64, so the result is rounded once, at the last.
     """
     if sizes == table.shape[:len(sizes)]:
-        return TableResize(table=table, steps=())
+        return TableResize(table, ())
     axes = [axis for axis, size in enumerate(sizes) if size != table.shape[axis]]
     steps = []
     for k, axis in enumerate(axes):
