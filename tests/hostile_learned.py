@@ -22,7 +22,7 @@ def _table_positions(s: Spec, arg: str) -> None:
     n = s.baseline["num_positions"] if "num_positions" in s.baseline else np.asarray(s.baseline["table"]).shape[0]
     for id, v in [("float", good.astype(np.float64)), ("float-integral", good.astype(F32)), ("complex", good + 0j),
                   ("object", good.astype(object)), ("bool", good % 2 == 0), ("str", good.astype(str))]:
-        s.raises(f"{arg}-{id}", TypeError, arg, **{arg: v})
+        s.raises(f"{arg}-{id}", TypeError, f"{arg} must hold integers", **{arg: v})
     # The last entry is the bad one: the message names it, with its value.
     last = f"{arg}[{', '.join(str(int(i)) for i in np.unravel_index(good.size - 1, good.shape))}]"
     for id, v in [("at-end", n), ("negative", -1), ("int64-min", np.iinfo(np.int64).min),
