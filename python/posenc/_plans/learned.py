@@ -10,6 +10,7 @@ with the very same numbers.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -102,6 +103,9 @@ def trailing_positions(positions: np.ndarray, lead: Tuple[int, ...], operand: st
 
 def flat_positions(positions: np.ndarray) -> np.ndarray:
     """Validated positions as the contiguous int64 vector the kernels take."""
+    flags = positions.flags
+    if positions.dtype == np.int64 and flags.c_contiguous and flags.aligned:  # a list's array, arange...
+        return positions.reshape(-1)
     # "A": aligned too. ascontiguousarray keeps a misaligned int64 view (np.frombuffer at an
     # odd offset) as it is, and the kernels then loaded int64 from a misaligned address (UBSan).
     return np.require(positions, np.int64, ["C", "A"]).reshape(-1)
@@ -140,6 +144,9 @@ def _cubic_weights(t: np.ndarray) -> np.ndarray:
     return np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], axis=-1)
 
 
+_CACHED_TAPS = 4096  # output sizes up to this have their taps cached (at most 256 KiB each)
+
+
 def resample_taps(in_size: int, out_size: int, method: str) -> Tuple[np.ndarray, np.ndarray]:
     """Source indices (int64) and float64 weights, both ``[out_size, taps]``, of one resampled axis.
 
@@ -148,7 +155,22 @@ def resample_taps(in_size: int, out_size: int, method: str) -> Tuple[np.ndarray,
     ``"linear"`` (2 taps) clamps that coordinate at 0 and the upper neighbour
     at the last index; ``"cubic"`` (4 taps) keeps it and clamps each of its
     taps into ``[0, in)`` (border replication), exactly as PyTorch does.
+    Small axes' taps are cached and read-only (a model resizes the same grid
+    again and again; computing them costs tens of microseconds of NumPy calls).
     """
+    if out_size <= _CACHED_TAPS:
+        return _cached_taps(in_size, out_size, method)
+    return _taps(in_size, out_size, method)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_taps(in_size: int, out_size: int, method: str) -> Tuple[np.ndarray, np.ndarray]:
+    sources, weights = _taps(in_size, out_size, method)
+    sources.flags.writeable = weights.flags.writeable = False
+    return sources, weights
+
+
+def _taps(in_size: int, out_size: int, method: str) -> Tuple[np.ndarray, np.ndarray]:
     src = (in_size / out_size) * (np.arange(out_size, dtype=np.float64) + 0.5) - 0.5
     if method == "linear":
         src = np.maximum(src, 0.0)
