@@ -310,6 +310,14 @@ def test_resize_closed_form(backend, old, new):
     assert posenc.resize_table(np.array([[0.0], [4.0]]), 4).ravel().tolist() == [0.0, 1.0, 3.0, 4.0]
 
 
+def test_resize_beyond_the_taps_cache(backend):
+    """Output sizes above the taps cache (4096 rows) compute their taps on each call, by the same rule."""
+    table = np.random.default_rng(12).standard_normal((7, 3))
+    for method in ("linear", "cubic"):
+        expected = torch_resize_loop(table, 5000, method)
+        np.testing.assert_allclose(posenc.resize_table(table, 5000, method), expected, rtol=0, atol=1e-13)
+
+
 @pytest.mark.skipif(torch is None, reason="PyTorch not installed")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("old,new", [((14, 14), (16, 16)), ((16, 16), (14, 14)), ((7, 9), (24, 5)), ((1, 3), (4, 4)), ((32, 32), (37, 20))])
