@@ -2,9 +2,40 @@
 
 from __future__ import annotations
 
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any, Optional
+
 import numpy as np
 
 from posenc._checks import BFLOAT16, is_bfloat16
+
+def optional(module: str) -> Optional[Any]:
+    """An optional package, or None when it is not installed (an ImportError under POSENC_REQUIRE_PEERS=1)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        if os.environ.get("POSENC_REQUIRE_PEERS") == "1":
+            raise
+        return None
+
+
+def python(*argv: str, cwd: Optional[str] = None, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
+    """``python *argv`` in a fresh interpreter, output captured; POSENC_BACKEND/POSENC_ISA are
+    unset (a forced CI stage must not leak into it) unless given in ``env``."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("POSENC_BACKEND", "POSENC_ISA")}
+    environ.update(env)
+    return subprocess.run([sys.executable, *argv], cwd=cwd, env=environ, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def run_python(code: str, *argv: str, **kwargs: Any) -> subprocess.CompletedProcess:
+    """``python -c code *argv`` (code dedented) in a fresh interpreter: see :func:`python`."""
+    return python("-c", textwrap.dedent(code), *argv, **kwargs)
+
 
 _rng = np.random.default_rng(4321)
 

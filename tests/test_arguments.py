@@ -1,13 +1,15 @@
 """Hostile input over the whole public API: one table, generated from ``posenc.__all__``.
 
 Every public name must have an entry in SPECS (a function building its cases
-from the argument roles in tests/hostile.py); a name added to ``__all__``
-without one fails ``test_every_public_name_has_hostile_cases`` and yields a
-failing ``<name>-no-cases`` row. Specs of names not (yet) exported are
-dormant. Each case runs on both backends: the reference must refuse and
-accept exactly what the native core does.
+from the argument roles in tests/hostile.py; each family's specs live in
+tests/hostile_<family>.py); a name added to ``__all__`` without one fails
+``test_every_public_name_has_hostile_cases`` and yields a failing
+``<name>-no-cases`` row, and a spec whose name left ``__all__`` fails too.
+Every public method of a public class has rows ``<Class>-<method>-...``.
+Each case runs on both backends: the reference must refuse and accept exactly
+what the native core does.
 
-Outcomes (DESIGN.md, "Conventions for every function"): ``TypeError`` for a
+Outcomes (README, "Conventions" and "Bad input"): ``TypeError`` for a
 wrong kind, ``ValueError`` for a wrong value or shape (huge sizes:
 ``ValueError`` or ``MemoryError``), ``IndexError`` for a position outside a
 table, the message naming the argument, any ``out`` untouched after an error;
@@ -27,6 +29,7 @@ import posenc
 from posenc import reference
 
 from conftest import NATIVE, using
+from helpers import run_python
 import hostile_learned
 import hostile_relative
 import hostile_rope
@@ -41,16 +44,37 @@ def spec_set_num_threads() -> Spec:
                        ("bool", True, TypeError), ("str", "2", TypeError)]:
         s.raises(f"n-{id}", exc, "n", n=v)
     s.raises("n-huge", ValueError, "n", n=2**63)
-    s.check("n-none-restores-default", lambda r: None, n=None)
+    s.custom("n-none-restores-default", lambda api: (api.set_num_threads(1), api.set_num_threads(None),
+                                                       api.get_num_threads())[-1], Check(_default_threads))
     return s
+
+
+_DEFAULT_THREADS = posenc.get_num_threads()  # at import, before any test sets a count
+
+
+def _default_threads(result: Any) -> None:
+    expected = _DEFAULT_THREADS if posenc.get_backend() == "native" else 1
+    assert result == expected, f"get_num_threads() is {result} after set_num_threads(None), expected {expected}"
+
+
+def _info(result: Any) -> None:
+    assert result["version"] == posenc.__version__ and result["backend"] == posenc.get_backend()
+    assert result["native"] == NATIVE and result["isa"] in result["isas_available"] + ([] if NATIVE else [None])
+    assert isinstance(result["threads"], int) and result["threads"] == posenc.get_num_threads() >= 1
 
 
 def spec_set_backend() -> Spec:
     s = Spec("set_backend", name="native" if NATIVE else "reference")
     for id, v in [("unknown", "gpu"), ("empty", ""), ("upper", "NATIVE"), ("none", None), ("int", 1)]:
         s.raises(f"name-{id}", ValueError, "backend", name=v)
-    s.check("name-reference", lambda r: None, name="reference")
+    for name in ["reference"] + (["native"] if NATIVE else []):
+        s.custom(f"name-{name}-is-used", lambda api, name=name: (api.set_backend(name), api.get_backend())[-1],
+                 Check(lambda r, name=name: _equal(r, name)))
     return s
+
+
+def _equal(result: Any, expected: Any) -> None:
+    assert result == expected, f"{result!r} != {expected!r}"
 
 
 def spec_no_arguments(name: str, check: Callable[[Any], None]) -> Callable[[], Spec]:
@@ -65,18 +89,15 @@ def spec_no_arguments(name: str, check: Callable[[Any], None]) -> Callable[[], S
 SPECS: Dict[str, Callable[[], Spec]] = {
     "set_num_threads": spec_set_num_threads,
     "set_backend": spec_set_backend,
-    "get_backend": spec_no_arguments("get_backend", lambda r: None),
-    "get_num_threads": spec_no_arguments("get_num_threads", lambda r: None),
-    "info": spec_no_arguments("info", lambda r: None),
+    "get_backend": spec_no_arguments("get_backend", lambda r: _equal(r, posenc._backend._current)),
+    "get_num_threads": spec_no_arguments("get_num_threads", lambda r: _equal(r, posenc.info()["threads"])),
+    "info": spec_no_arguments("info", _info),
 }
 NOT_CALLABLE = {"__version__"}
 
 # Each family's specs live in its own module (tests/hostile_<family>.py).
 for _family in (hostile_sinusoidal, hostile_rope, hostile_relative, hostile_learned):
     SPECS.update(_family.SPECS)
-
-# Known bugs in families still being built elsewhere: case id -> reason (xfail strict).
-KNOWN: Dict[str, str] = {}
 
 
 def _cases() -> List[Any]:
@@ -86,8 +107,7 @@ def _cases() -> List[Any]:
             rows.append(pytest.param(Case(f"{name}-no-cases", name, {}, Raises(Exception, "")), id=f"{name}-no-cases"))
             continue
         for case in SPECS[name]().cases:
-            marks = [pytest.mark.xfail(strict=True, reason=KNOWN[case.id])] if case.id in KNOWN else []
-            rows.append(pytest.param(case, id=case.id, marks=marks))
+            rows.append(pytest.param(case, id=case.id))
     ids = [r.id for r in rows]
     assert len(ids) == len(set(ids)), f"duplicate case ids: {sorted({i for i in ids if ids.count(i) > 1})}"
     return rows
@@ -176,11 +196,6 @@ def assert_same(got: Any, want: Any, where: str = "result") -> None:
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol * max(1.0, float(np.abs(w).max(initial=0))), err_msg=where)
 
 
-def _reference_api() -> Any:
-    """posenc.reference, with the plumbing names (not duplicated there) taken from posenc."""
-    return reference
-
-
 @pytest.mark.parametrize("backend_name", BACKENDS)
 @pytest.mark.parametrize("case", CASES)
 def test_hostile(case: Case, backend_name: str) -> None:
@@ -224,17 +239,9 @@ def test_hostile(case: Case, backend_name: str) -> None:
                     assert_same(np.asarray(value), want, "out")
 
 
-def test_case_count_is_reported(capsys):
-    """Not a check: prints the size of the table (in the -s/-rA output and CI logs)."""
-    with capsys.disabled():
-        print(f"\n[hostile] {len(CASES)} cases x {len(BACKENDS)} backends = {len(CASES) * len(BACKENDS)} runs")
-
-
 def test_a_public_function_without_cases_fails_the_suite():
     """Add a function to posenc.__all__ without a spec (in a subprocess): the table must fail."""
     import os
-    import subprocess
-    import sys
     code = (
         "import sys, pytest, posenc\n"
         "posenc.brand_new_kernel = lambda x: x\n"
@@ -243,6 +250,6 @@ def test_a_public_function_without_cases_fails_the_suite():
         "                      '-k', 'brand_new or every_public_name']))\n"
     )
     here = os.path.dirname(os.path.abspath(__file__))
-    r = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True, text=True, timeout=300)
+    r = run_python(code, cwd=here)
     assert r.returncode != 0, r.stdout
     assert "brand_new_kernel-no-cases" in r.stdout and "3 failed" in r.stdout, r.stdout[-2000:]

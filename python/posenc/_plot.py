@@ -19,7 +19,6 @@ Figures, each its own PNG:
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -58,14 +57,8 @@ def _pyplot() -> Any:
 
 
 def _encoding(kind: str, settings: _compare.Settings) -> _compare.Encoding:
-    import posenc
-
     name = KINDS[kind]
-    enc = next(e for e in _compare.encodings(settings) if e.name == name)
-    missing = [n for n in enc.needs if not hasattr(posenc, n)]
-    if missing:
-        raise LookupError(f"{kind}: posenc.{missing[0]} is not in this build")
-    return enc
+    return next(e for e in _compare.encodings(settings) if e.name == name)
 
 
 def spectrum_schemes(dim: int, original: int = 2048, factor: float = 4.0) -> Dict[str, Optional[Dict[str, Any]]]:
@@ -144,11 +137,8 @@ def _similarity(plt: Any, encs: Sequence[_compare.Encoding], s: _compare.Setting
 
 
 def _spectrum(plt: Any, s: _compare.Settings, path: Path) -> None:
-    import posenc as _posenc
+    import posenc
 
-    posenc: Any = _posenc  # looked up at call time: the rotary family may be absent from a build
-    if not hasattr(posenc, "rope_inv_freq"):
-        raise LookupError("rope: posenc.rope_inv_freq is not in this build")
     dim, original, factor = 128, 2048, 4.0
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for label, scaling in spectrum_schemes(dim, original, factor).items():
@@ -179,9 +169,8 @@ def plot(kind: str, output: Optional[str] = None, figure: str = "all",
          settings: Optional[_compare.Settings] = None) -> List[Path]:
     """Write the figures of ``kind``; return their paths.
 
-    Raises ``MissingMatplotlib`` without matplotlib, ``LookupError`` when the
-    encoding's functions are not in this build, ``ValueError`` for an unknown
-    kind or figure.
+    Raises ``MissingMatplotlib`` without matplotlib, ``ValueError`` for an
+    unknown kind or figure.
     """
     s = settings or _compare.Settings()
     if kind != "all" and kind not in KINDS:
@@ -192,25 +181,10 @@ def plot(kind: str, output: Optional[str] = None, figure: str = "all",
         raise ValueError(f"figure must be one of {', '.join(FIGURES + ('all',))}, got {figure!r}")
     if "spectrum" in wanted and not rotary:
         raise ValueError(f"the spectrum figure is for rotary schemes (KIND rope), not {kind!r}")
-    import posenc
-
-    if kind == "all":
-        if "heatmap" in wanted:
-            wanted.remove("heatmap")  # one heatmap per encoding: ask for each KIND
-        if "spectrum" in wanted and not hasattr(posenc, "rope_inv_freq") and figure == "all":
-            wanted.remove("spectrum")
-            print("posenc plot: skipping the spectrum: posenc.rope_inv_freq is not in this build", file=sys.stderr)
+    if kind == "all" and "heatmap" in wanted:
+        wanted.remove("heatmap")  # one heatmap per encoding: ask for each KIND
     plt = _pyplot()
-    if kind == "all":
-        encs = []
-        for e in _compare.encodings(s):
-            missing = [n for n in e.needs if not hasattr(posenc, n)]
-            if missing:
-                print(f"posenc plot: skipping {e.name}: posenc.{missing[0]} is not in this build", file=sys.stderr)
-            else:
-                encs.append(e)
-    else:
-        encs = [_encoding(kind, s)]
+    encs = _compare.encodings(s) if kind == "all" else [_encoding(kind, s)]
     written = []
     for fig_name, path in _paths(output, kind, wanted).items():
         path.parent.mkdir(parents=True, exist_ok=True)
