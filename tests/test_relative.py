@@ -204,8 +204,11 @@ def test_t5_published_default_buckets(isa):
     md=st.integers(1, 5000),
 )
 def test_t5_bucket_matches_reference(native_isa, values, dtype, bidirectional, nb, md):
+    """The native boundary search against the reference's float32 chain: random values, and every
+    distance out to 2·max_distance (each bucket's first and last distance among them)."""
     info = np.iinfo(dtype)
-    d = np.array([min(max(v, info.min), info.max) for v in values], dtype)
+    every = range(max(-2 * md - 2, info.min), min(2 * md + 3, info.max + 1))
+    d = np.array([min(max(v, info.min), info.max) for v in values] + list(every), dtype)
     kw = dict(bidirectional=bidirectional, num_buckets=nb, max_distance=md)
     try:
         expected = ref.t5_bucket(d, **kw)
