@@ -46,9 +46,26 @@ _T5_PARAMETERS = """    bidirectional : bool
         Distances at or beyond it share the last bucket (> max_exact)."""
 
 
+_SCORES_OUT = """    out : array of the scores' shape and dtype, optional
+        May be ``scores`` itself (in place). Any other overlap is refused.
+
+    Returns
+    -------
+    ndarray of the scores' shape and dtype."""
+
+_GRID_PARAMETERS = """    q_len, k_len : int
+        Queries and keys (>= 0).
+    offset : int
+        Absolute position of query 0 (``k_len - q_len`` for a KV-cache step)."""
+
+_SHARED_DOCS = {"__T5_PARAMETERS__": _T5_PARAMETERS, "__ALIBI_FORMS__": _ALIBI_FORMS, "__SCORES_OUT__": _SCORES_OUT,
+                "__GRID_PARAMETERS__": _GRID_PARAMETERS}
+
+
 def _shared_doc(func: Any) -> Any:
     """Fill the shared parameter descriptions into ``func``'s docstring."""
-    func.__doc__ = func.__doc__.replace("__T5_PARAMETERS__", _T5_PARAMETERS).replace("__ALIBI_FORMS__", _ALIBI_FORMS)
+    for placeholder, text in _SHARED_DOCS.items():
+        func.__doc__ = func.__doc__.replace(placeholder, text)
     return func
 
 
@@ -101,15 +118,13 @@ def _scores(scores: Any, *, offset: Any, heads: Optional[int], out: Any,
 # ---------------------------------------------------------------- relative positions and Shaw embeddings
 
 @entry
+@_shared_doc
 def relative_positions(q_len: int, k_len: int, *, offset: int = 0, dtype: Any = np.int64, out: Any = None) -> Any:
     """Relative positions ``j - (offset + i)`` of a ``[q_len, k_len]`` attention block.
 
     Parameters
     ----------
-    q_len, k_len : int
-        Queries and keys (>= 0).
-    offset : int
-        Absolute position of query 0 (``k_len - q_len`` for a KV-cache step).
+__GRID_PARAMETERS__
     dtype : signed integer dtype
         Result dtype (int64 by default); every value must fit (else ``ValueError``).
     out : array of shape [q_len, k_len] and dtype ``dtype``, optional
@@ -286,10 +301,7 @@ def t5_buckets(q_len: int, k_len: int, *, offset: int = 0, bidirectional: bool =
 
     Parameters
     ----------
-    q_len, k_len : int
-        Queries and keys (>= 0).
-    offset : int
-        Absolute position of query 0 (``k_len - q_len`` for a KV-cache step).
+__GRID_PARAMETERS__
 __T5_PARAMETERS__
     num_buckets : int
         As in :func:`t5_bucket`.
@@ -325,10 +337,7 @@ def t5_bias(table: Any, q_len: int, k_len: int, *, offset: int = 0, bidirectiona
     table : array_like of shape [num_buckets, heads], floating
         The learned bias (Hugging Face ``relative_attention_bias.weight``);
         ``num_buckets`` is ``table.shape[0]``.
-    q_len, k_len : int
-        Queries and keys (>= 0).
-    offset : int
-        Absolute position of query 0.
+__GRID_PARAMETERS__
 __T5_PARAMETERS__
     out : array of shape [heads, q_len, k_len] and the table's dtype, optional
 
@@ -371,12 +380,7 @@ def add_t5_bias(scores: Any, table: Any, *, offset: int = 0, bidirectional: bool
     offset : int
         Absolute position of query 0 (``k - q`` for a KV-cache step).
 __T5_PARAMETERS__
-    out : array of the scores' shape and dtype, optional
-        May be ``scores`` itself (in place). Any other overlap is refused.
-
-    Returns
-    -------
-    ndarray of the scores' shape and dtype.
+__SCORES_OUT__
 
     Examples
     --------
@@ -411,10 +415,7 @@ __ALIBI_FORMS__
     ----------
     num_heads : int
         >= 1.
-    q_len, k_len : int
-        Queries and keys (>= 0).
-    offset : int
-        Absolute position of query 0 (``k_len - q_len`` for a KV-cache step).
+__GRID_PARAMETERS__
     symmetric : bool
         The bidirectional form.
     slopes : array_like of shape [num_heads], optional
@@ -465,12 +466,7 @@ __ALIBI_FORMS__
         The bidirectional form.
     slopes : array_like of shape [heads], optional
         Default: :func:`alibi_slopes` for ``scores.shape[-3]`` heads, in float64.
-    out : array of the scores' shape and dtype, optional
-        May be ``scores`` itself (in place). Any other overlap is refused.
-
-    Returns
-    -------
-    ndarray of the scores' shape and dtype.
+__SCORES_OUT__
 
     Examples
     --------
