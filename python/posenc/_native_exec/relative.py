@@ -17,7 +17,7 @@ element instead, independently.
 from __future__ import annotations
 
 import functools
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -58,9 +58,15 @@ def _add(scores: np.ndarray, out: Optional[Out], lut: np.ndarray) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def _t5_thresholds(half: int, max_exact: int, max_distance: int) -> np.ndarray:
-    """The first distance of each T5 log bucket (computed once per parameter set, read-only)."""
-    thresholds = native.t5_thresholds(half, max_exact, max_distance)
+def _t5_thresholds(kernel: Callable[[int, int, int], np.ndarray], half: int, max_exact: int,
+                   max_distance: int) -> np.ndarray:
+    """The first distance of each T5 log bucket: ``kernel(half, max_exact, max_distance)``, read-only.
+
+    Computed once per parameter set (about 4 µs for the defaults, far more for
+    large bucket counts) and per kernel: a kernel replaced at run time (a
+    test's stand-in) is called, not bypassed by an earlier result.
+    """
+    thresholds = kernel(half, max_exact, max_distance)
     thresholds.flags.writeable = False
     return thresholds
 
@@ -74,7 +80,7 @@ def _buckets(distance: np.ndarray, t5: T5Bucketing) -> np.ndarray:
     else:
         n = -np.minimum(distance, 0)
         direction = 0
-    thresholds = _t5_thresholds(t5.half, t5.max_exact, t5.max_distance)
+    thresholds = _t5_thresholds(native.t5_thresholds, t5.half, t5.max_exact, t5.max_distance)
     large = t5.max_exact + np.searchsorted(thresholds, n, side="right")
     buckets: np.ndarray = (np.where(n < t5.max_exact, n, large) + direction).astype(np.int32)
     return buckets
