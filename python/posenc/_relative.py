@@ -45,7 +45,6 @@ _T5_PARAMETERS = """    bidirectional : bool
     max_distance : int
         Distances at or beyond it share the last bucket (> max_exact)."""
 
-
 _SCORES_OUT = """    out : array of the scores' shape and dtype, optional
         May be ``scores`` itself (in place). Any other overlap is refused.
 
