@@ -15,6 +15,7 @@ element.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
@@ -72,9 +73,16 @@ def _shared_doc(func: Any) -> Any:
 
 def _fits(dtype: np.dtype, lo: int, hi: int, what: str) -> None:
     """Refuse an integer result dtype that cannot hold every value in [lo, hi]."""
-    info = np.iinfo(dtype)
-    if lo < info.min or hi > info.max:
+    smallest, largest = _int_range(dtype)
+    if lo < smallest or hi > largest:
         raise ValueError(f"{what} in [{lo}, {hi}] do not fit dtype {dtype}")
+
+
+@functools.lru_cache(maxsize=None)
+def _int_range(dtype: np.dtype) -> Tuple[int, int]:
+    """The smallest and largest value of a signed integer dtype (np.iinfo costs more than the call's work)."""
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
 
 
 def _positions(q_len: Any, k_len: Any, *, offset: Any, clip: Optional[int], dtype: Any, out: Any) -> RelativePositions:

@@ -13,6 +13,7 @@ computes; the two are kept apart so that comparing them tests something.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Any, Iterator, NamedTuple, Optional
@@ -114,15 +115,28 @@ def t5_distances(value: Any, name: str = "relative_position") -> np.ndarray:
 
 # ---------------------------------------------------------------- ALiBi
 
-def authors_slopes(num_heads: int) -> np.ndarray:
-    """The ALiBi authors' ``get_slopes`` (ofirpress/attention_with_linear_biases) in float64, as they evaluate it.
+# Head counts up to this share one read-only slopes array per count (building it costs microseconds).
+_CACHED_HEADS = 4096
 
-    Python floats: ``start = 2**(-2**-(log2(n) - 3))`` and slope ``i`` is
-    ``start * start**i`` for a power of two ``n`` (the closed form
-    2^(-8(i+1)/n), rounded as their product rounds); otherwise the slopes of
-    the power of two below ``n`` followed by every other slope of twice that
-    power.
+
+def authors_slopes(num_heads: int) -> np.ndarray:
+    """The ALiBi authors' ``get_slopes`` (ofirpress/attention_with_linear_biases) in float64, read-only.
+
+    Evaluated as they do, in Python floats: ``start = 2**(-2**-(log2(n) - 3))``
+    and slope ``i`` is ``start * start**i`` for a power of two ``n`` (the
+    closed form 2^(-8(i+1)/n), rounded as their product rounds); otherwise
+    the slopes of the power of two below ``n`` followed by every other slope
+    of twice that power.
     """
+    return _cached_slopes(num_heads) if num_heads <= _CACHED_HEADS else _slopes(num_heads)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_slopes(num_heads: int) -> np.ndarray:
+    return _slopes(num_heads)
+
+
+def _slopes(num_heads: int) -> np.ndarray:
 
     # Generators written into a preallocated array (np.fromiter with count),
     # the same float operations in the same order as the authors' lists: a
@@ -141,7 +155,9 @@ def authors_slopes(num_heads: int) -> np.ndarray:
         return itertools.chain(power_of_2(closest), itertools.islice(get_slopes(2 * closest), 0, 2 * (n - closest), 2))
 
     _checks.result_size((num_heads,), np.dtype(np.float64), "the slopes")
-    return np.fromiter(get_slopes(num_heads), dtype=np.float64, count=num_heads)
+    slopes = np.fromiter(get_slopes(num_heads), dtype=np.float64, count=num_heads)
+    slopes.flags.writeable = False
+    return slopes
 
 
 def alibi_slopes(num_heads: int, dtype: Any = np.float32) -> np.ndarray:
