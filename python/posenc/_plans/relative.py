@@ -108,7 +108,9 @@ def t5_distances(value: Any, name: str = "relative_position") -> np.ndarray:
     clipped: np.ndarray
     if arr.dtype.kind == "u":  # anything past 2**62 is in the last bucket anyway
         clipped = np.minimum(arr, np.uint64(DISTANCE_CLIP)).astype(np.int64)
-    else:  # np.minimum/np.maximum: np.clip's Python layers cost more than the work on small arrays
+    elif arr.size > 1024:  # one pass over the data
+        clipped = np.clip(arr.astype(np.int64, copy=False), -DISTANCE_CLIP, DISTANCE_CLIP)
+    else:  # two passes, but np.clip's Python layers cost more than that on small arrays
         clipped = np.minimum(np.maximum(arr.astype(np.int64, copy=False), -DISTANCE_CLIP), DISTANCE_CLIP)
     return clipped
 
