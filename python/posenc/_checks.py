@@ -136,7 +136,8 @@ def int_dtype(value: Any, name: str = "dtype") -> np.dtype:
 
 def _dtype(value: Any, name: str) -> np.dtype:
     try:
-        return np.dtype(value)
+        dt: np.dtype = np.dtype(value)
+        return dt
     except (TypeError, ValueError, SyntaxError):  # np.dtype(",") raises SyntaxError (found by the fuzzer)
         raise TypeError(f"{name} must be a NumPy dtype, got {value!r}") from None
 
