@@ -617,7 +617,7 @@ def test_mrope_matches_reference(isa, sections, interleaved, seq, batch, dtype, 
     kw = dict(mrope_section=sections, mrope_interleaved=interleaved, seq_axis=seq_axis)
     expected = ref.apply_rope(x, pos, **kw)
     got = posenc.apply_rope(strided_view(x, rng) if strided else x, pos, **kw)
-    axes = ref._rope.mrope_pair_axes(sections, interleaved)
+    axes = posenc._plans.rope.mrope_pair_axes(sections, interleaved)
     g = pos if batch_positions else np.broadcast_to(pos, (3, batch, seq))
     exact = exact_rope(x, g, posenc.rope_inv_freq(2 * half)[0], seq_axis=seq_axis, pair_axis=axes)
     check_rotation(got, x, exact, max_angle=3000)

@@ -343,3 +343,11 @@ def aligned(arr: np.ndarray) -> bool:
 
 # Moved to _rounding (shared maths, not validation); kept here until every family imports it from there.
 from ._rounding import round_once  # noqa: E402,F401
+
+
+# --- added by rope
+
+def disjoint(a: np.ndarray, a_name: str, b: np.ndarray, b_name: str) -> None:
+    """Refuse two operands that may share memory (an ``out`` and another call's operand, or two outs)."""
+    if _overlap(a, b):
+        raise ValueError(f"{a_name} overlaps {b_name}")

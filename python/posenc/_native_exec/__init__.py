@@ -7,3 +7,4 @@ here (the plan is valid) and no maths beyond what a kernel's argument needs.
 """
 
 from . import sinusoidal  # noqa: F401 (each module registers its family's executors)
+from . import rope  # noqa: F401
