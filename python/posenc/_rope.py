@@ -258,7 +258,26 @@ class RotaryEmbedding:
 
     def __call__(self, q: Any, k: Any, positions: Any = None, offset: int = 0, *, seq_axis: int = -3,
                  inverse: bool = False, out_q: Any = None, out_k: Any = None) -> Tuple[Any, Any]:
-        """Rotate q and k ([..., seq, heads, dim], or [..., heads, seq, dim] with seq_axis=-2); see :func:`apply_rope_qk`."""
+        """Rotate q and k by this embedding's frequencies, in one pass (see :func:`apply_rope_qk`).
+
+        Parameters
+        ----------
+        q, k : array_like of shape [..., seq, heads, dim] (seq_axis=-3) or [..., heads, seq, dim] (-2)
+            Floating; any strides. The head counts may differ, dtypes too.
+        positions : array_like of shape [seq] or [batch, seq], optional
+            None: ``offset + arange(seq)``.
+        offset : int
+            First position when ``positions`` is None (a KV-cache step).
+        seq_axis : {-3, -2}
+        inverse : bool
+            Rotate by −θ (the backward pass).
+        out_q, out_k : arrays of q's and k's shapes and dtypes, optional
+            ``out_q=q, out_k=k`` rotates in place.
+
+        Returns
+        -------
+        (q', k') : ndarrays of q's and k's shapes and dtypes (``out_q``/``out_k`` when given).
+        """
         qa, ka = _checks.float_array(q, "q"), _checks.float_array(k, "k")
         params = rope_params(((qa, "q"), (ka, "k")), positions=positions, offset=offset, base=self.base, scaling=None,
                              inv_freq=self.inv_freq, attention_scaling=self.attention_scaling,
@@ -271,19 +290,41 @@ class RotaryEmbedding:
         return _execute(plan)  # type: ignore[no-any-return]
 
     def cos_sin(self, positions: Any, dtype: Any = np.float32) -> Tuple[np.ndarray, np.ndarray]:
-        """``a·cos``, ``a·sin`` of positions [n] → [n, rotary_dim/2] (from the cache when it covers them)."""
+        """The cos and sin tables of this embedding: ``a·cos(p·ω_j)`` and ``a·sin(p·ω_j)``.
+
+        Parameters
+        ----------
+        positions : int or array_like of shape [n]
+            ``n`` means ``arange(n)``; otherwise integer or float positions (finite).
+        dtype : float32, float64, float16 or bfloat16
+            Computed in float64, rounded once. float32 tables of integer
+            positions below ``max_positions`` are read from the cache.
+
+        Returns
+        -------
+        cos, sin : ndarrays of shape [n, rotary_dim/2]
+            As :func:`rope_cos_sin` with this embedding's frequencies (for
+            ``"dynamic"``/``"longrope"``, at the sequence length largest position + 1).
+
+        Examples
+        --------
+        >>> import posenc
+        >>> c, s = posenc.RotaryEmbedding(4, max_positions=8).cos_sin(3)
+        >>> c.shape, s.dtype
+        ((3, 2), dtype('float32'))
+        """
         pos, n = _checks.positions(positions)
         dt = _checks.float_dtype(dtype)
         if self._kind in SEQ_DEPENDENT:
             self._at_length(n if pos is None else int(np.floor(pos.max(initial=-1.0))) + 1)
-        elif self.max_positions and dt == np.float32 and n:
-            index = np.arange(n) if pos is None else pos
-            if index.min() >= 0 and index.max() < self.max_positions and (index == np.floor(index)).all():
-                if self._tables is None:
-                    self._tables = _execute(cos_sin(None, self.max_positions, inv_freq=self.inv_freq,
-                                                    scale=self.attention_scaling, dtype=dt))
-                rows = index.astype(np.intp)
-                return self._tables[0][rows], self._tables[1][rows]
+        elif self.max_positions and dt == np.float32 and n and (
+                n <= self.max_positions if pos is None else
+                pos.min() >= 0 and pos.max() < self.max_positions and (pos == np.floor(pos)).all()):
+            if self._tables is None:
+                self._tables = _execute(cos_sin(None, self.max_positions, inv_freq=self.inv_freq,
+                                                scale=self.attention_scaling, dtype=dt))
+            rows = np.arange(n) if pos is None else pos.astype(np.intp)
+            return self._tables[0][rows], self._tables[1][rows]
         plan: RopeCosSin = cos_sin(pos, n, inv_freq=self.inv_freq, scale=self.attention_scaling, dtype=dt)
         return _execute(plan)  # type: ignore[no-any-return]
 
