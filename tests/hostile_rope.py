@@ -79,14 +79,14 @@ def scaling_cases(s: Spec, arg: str = "scaling") -> None:
 
 
 def in_place_variants(s: Spec, pairs: Dict[str, str]) -> None:
-    """Each refused call of the baseline operands again with ``out=`` the operands themselves."""
+    """Each refused call again with ``out=`` each baseline operand itself (``pairs``: operand -> its out)
+    where no out is given: a bad k must leave q untouched too."""
     rows: List[Case] = []
     for case in s.cases:
-        if not isinstance(case.expect, Raises) or any(o in case.kwargs for o in pairs.values()):
-            continue
-        outs = {o: case.kwargs[x] for x, o in pairs.items() if case.kwargs[x] is s.baseline[x]}
-        if outs:
-            rows.append(Case(f"{case.id}-in-place", case.func, {**case.kwargs, **outs}, case.expect))
+        if isinstance(case.expect, Raises):
+            outs = {o: case.kwargs[x] for x, o in pairs.items() if o not in case.kwargs and case.kwargs[x] is s.baseline[x]}
+            if outs:
+                rows.append(Case(f"{case.id}-in-place", case.func, {**case.kwargs, **outs}, case.expect))
     s.cases.extend(rows)
 
 
