@@ -9,12 +9,13 @@ POSENC_REQUIRE_PEERS=1, as in CI).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import math
 import re
 import tracemalloc
 from pathlib import Path
-from typing import Any, Callable, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 import pytest
@@ -25,6 +26,7 @@ from posenc._checks import BFLOAT16
 
 from conftest import requires_native
 from helpers import optional
+from test_arguments import SPECS
 
 torch = optional("torch")
 jax = optional("jax")
@@ -36,69 +38,41 @@ requires_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed
 requires_jax = pytest.mark.skipif(jax is None, reason="JAX not installed")
 requires_bf16 = pytest.mark.skipif(BFLOAT16 is None, reason="ml_dtypes not installed")
 
-RNG = np.random.default_rng(7)
-X = RNG.standard_normal((2, 5, 3, 8))  # [batch, seq, heads, head_dim]
-X3 = RNG.standard_normal((2, 5, 8))  # [batch, seq, dim]
-TABLE = RNG.standard_normal((16, 8))  # [positions, dim]
-SCORES = RNG.standard_normal((2, 4, 5, 6))  # [batch, heads, q, k]
-BUCKET_TABLE = RNG.standard_normal((32, 4))  # [num_buckets, heads]
-POS = np.array([3, 0, 7, 2, 9], np.int64)
+# Every public function's valid baseline call, from its hostile-input spec (tests/hostile_<family>.py).
+PLUMBING = {"get_backend", "set_backend", "get_num_threads", "set_num_threads", "info"}
+FUNCTIONS = sorted(n for n in posenc.__all__ if n in SPECS and n not in PLUMBING and not n[0].isupper())
 
 
-class Case(NamedTuple):
-    call: Callable[[Callable[[np.ndarray], Any]], Any]  # given a converter for array inputs
-    out: Optional[Callable[[], np.ndarray]] = None  # the out= template, when the function takes out=
-    out_call: Optional[Callable[[Callable[[np.ndarray], Any], Any], Any]] = None  # call(conv, out)
+@functools.lru_cache(maxsize=None)
+def spec(name: str) -> Any:
+    """The spec of posenc.<name>, built once (its baseline arrays are random: every call must see the same)."""
+    return SPECS[name]()
 
 
-def f32(a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a, np.float32)
+def call(name: str, convert: Callable[[np.ndarray], Any], out: Optional[Dict[str, Any]] = None) -> Any:
+    """posenc.<name> on its spec's baseline arguments, every array converted by ``convert``.
+
+    ``out`` maps out= arguments to the arrays to write: an out that aliases an input of its
+    shape is passed as that input too (in place).
+    """
+    baseline, outs = spec(name).baseline, spec(name).outs
+    kwargs = {k: convert(np.array(v)) if isinstance(v, np.ndarray) else v for k, v in baseline.items()}
+    for arg, target in (out or {}).items():
+        kwargs[arg] = target
+        shape, dtype, inputs = outs[arg]
+        for inp in inputs:
+            if np.shape(baseline[inp]) == shape:
+                kwargs[inp] = target
+    return getattr(posenc, name)(**kwargs)
 
 
-CASES: Dict[str, Case] = {
-    "sinusoidal": Case(lambda c: posenc.sinusoidal(c(POS), 8),
-                       lambda: np.zeros((5, 8), np.float32), lambda c, o: posenc.sinusoidal(c(POS), 8, out=o)),
-    "add_sinusoidal": Case(lambda c: posenc.add_sinusoidal(c(f32(X3)), offset=2),
-                           lambda: f32(X3), lambda c, o: posenc.add_sinusoidal(o, offset=2, out=o)),
-    "sinusoidal_2d": Case(lambda c: posenc.sinusoidal_2d(3, 4, 6),
-                          lambda: np.zeros((3, 4, 6), np.float32), lambda c, o: posenc.sinusoidal_2d(3, 4, 6, out=o)),
-    "sinusoidal_3d": Case(lambda c: posenc.sinusoidal_3d(2, 3, 4, 6),
-                          lambda: np.zeros((2, 3, 4, 6), np.float32),
-                          lambda c, o: posenc.sinusoidal_3d(2, 3, 4, 6, out=o)),
-    "concat_positional": Case("concat_positional",
-                              lambda c: posenc.concat_positional(c(f32(X3)), c(f32(TABLE[:5, :4])))),
-    "apply_rope": Case(lambda c: posenc.apply_rope(c(f32(X)), c(POS)),
-                       lambda: f32(X), lambda c, o: posenc.apply_rope(o, c(POS), out=o)),
-    "apply_rope_qk": Case(lambda c: posenc.apply_rope_qk(c(f32(X)), c(f32(X[..., :1, :])), c(POS))),
-    "rope_cos_sin": Case(lambda c: posenc.rope_cos_sin(c(POS), 8)),
-    "rope_inv_freq": Case(lambda c: posenc.rope_inv_freq(8)),
-    "positions_from_cu_seqlens": Case("positions_from_cu_seqlens",
-                                      lambda c: posenc.positions_from_cu_seqlens(c(np.array([0, 3, 7], np.int64)))),
-    "relative_positions": Case(lambda c: posenc.relative_positions(4, 6, offset=2)),
-    "t5_bucket": Case(lambda c: posenc.t5_bucket(c(np.arange(-200, 200, 7, dtype=np.int64)))),
-    "t5_buckets": Case(lambda c: posenc.t5_buckets(5, 6)),
-    "t5_bias": Case(lambda c: posenc.t5_bias(c(f32(BUCKET_TABLE)), 5, 6),
-                    lambda: np.zeros((4, 5, 6), np.float32),
-                    lambda c, o: posenc.t5_bias(c(f32(BUCKET_TABLE)), 5, 6, out=o)),
-    "add_t5_bias": Case(lambda c: posenc.add_t5_bias(c(f32(SCORES)), c(f32(BUCKET_TABLE))),
-                        lambda: f32(SCORES), lambda c, o: posenc.add_t5_bias(o, c(f32(BUCKET_TABLE)), out=o)),
-    "alibi_slopes": Case(lambda c: posenc.alibi_slopes(6)),
-    "alibi_bias": Case(lambda c: posenc.alibi_bias(4, 5, 6, slopes=c(f32(np.linspace(0.1, 1, 4)))),
-                       lambda: np.zeros((4, 5, 6), np.float32), lambda c, o: posenc.alibi_bias(4, 5, 6, out=o)),
-    "add_alibi": Case(lambda c: posenc.add_alibi(c(f32(SCORES))),
-                      lambda: f32(SCORES), lambda c, o: posenc.add_alibi(o, out=o)),
-    "clipped_relative_positions": Case("clipped_relative_positions",
-                                       lambda c: posenc.clipped_relative_positions(5, 6, 2)),
-    "relative_embeddings": Case(lambda c: posenc.relative_embeddings(c(f32(TABLE[:5])), 5, 6, 2)),
-    "embedding_lookup": Case(lambda c: posenc.embedding_lookup(c(f32(TABLE)), c(POS)),
-                             lambda: np.zeros((5, 8), np.float32),
-                             lambda c, o: posenc.embedding_lookup(c(f32(TABLE)), c(POS), out=o)),
-    "embedding_add": Case(lambda c: posenc.embedding_add(c(f32(X3)), c(f32(TABLE)), c(POS)),
-                          lambda: f32(X3), lambda c, o: posenc.embedding_add(o, c(f32(TABLE)), c(POS), out=o)),
-    "embedding_grad": Case(lambda c: posenc.embedding_grad(c(f32(X3)), c(np.stack([POS, POS])), 16)),
-    "resize_table": Case(lambda c: posenc.resize_table(c(f32(TABLE)), 24)),
-    "resize_table_2d": Case(lambda c: posenc.resize_table_2d(c(f32(TABLE.reshape(4, 4, 8))), 6, 5)),
-}
+def out_templates(name: str) -> Dict[str, np.ndarray]:
+    """A fresh array for each out= argument of posenc.<name>: the aliased input's values, or zeros."""
+    baseline, templates = spec(name).baseline, {}
+    for arg, (shape, dtype, inputs) in spec(name).outs.items():
+        same = [inp for inp in inputs if np.shape(baseline[inp]) == shape]
+        templates[arg] = np.array(baseline[same[0]], dtype) if same else np.zeros(shape, dtype)
+    return templates
 
 
 def as_numpy(result: Any) -> Any:
@@ -131,40 +105,31 @@ def to_jax(a: np.ndarray) -> Any:
     return jnp.asarray(a)
 
 
-def test_every_public_function_has_a_case():
-    """A family that lands with a function not listed in CASES fails here: add its case."""
-    functions = {n for n in posenc.__all__ if callable(getattr(posenc, n)) and not n[0].isupper()}
-    plumbing = {"get_backend", "set_backend", "get_num_threads", "set_num_threads", "info", "sinusoidal_frequencies"}
-    assert functions - plumbing - set(CASES) == set()
-
-
 # --- PyTorch and JAX inputs ---------------------------------------------------------------
 
 @requires_torch
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", FUNCTIONS)
 def test_torch_cpu_tensors_as_inputs(name, isa):
-    case = CASES[name]
-    assert_same(case.call(to_torch), case.call(np.array))
+    assert_same(call(name, to_torch), call(name, np.array))
 
 
 @requires_jax
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", FUNCTIONS)
 def test_jax_cpu_arrays_as_inputs(name, isa):
-    case = CASES[name]
-    assert_same(case.call(to_jax), case.call(np.array))
+    assert_same(call(name, to_jax), call(name, np.array))
 
 
 @requires_torch
-@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if c.out is not None))
+@pytest.mark.parametrize("name", [n for n in FUNCTIONS if spec(n).outs])
 def test_torch_out_is_written_in_place(name, isa):
-    case = CASES[name]
-    assert case.out is not None and case.out_call is not None
-    expected = case.out_call(np.array, case.out())
-    t = torch.from_numpy(case.out())
-    pointer = t.data_ptr()
-    result = case.out_call(to_torch, t)
-    assert result is t and t.data_ptr() == pointer
-    np.testing.assert_array_equal(t.numpy(), expected)
+    expected = call(name, np.array, out_templates(name))
+    tensors = {arg: torch.from_numpy(a) for arg, a in out_templates(name).items()}
+    pointers = {arg: t.data_ptr() for arg, t in tensors.items()}
+    result = call(name, to_torch, tensors)
+    results = result if isinstance(result, tuple) else (result,)
+    for arg, t in tensors.items():
+        assert any(r is t for r in results) and t.data_ptr() == pointers[arg], arg
+    assert_same(result, expected)
 
 
 @requires_torch

@@ -35,17 +35,21 @@ FLOAT_DTYPES: Tuple[np.dtype, ...] = tuple(
     np.dtype(t) for t in (np.float32, np.float64, np.float16)
 ) + ((BFLOAT16,) if BFLOAT16 is not None else ())
 
+_NATIVE_FLOAT_DTYPES = frozenset(FLOAT_DTYPES)  # dtypes compare (and hash) with their byte order
 _MAX_BYTES = np.iinfo(np.intp).max
 
 
 def integer(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None) -> int:
     """``operator.index(value)``: ints and integer scalars, never floats or bools."""
-    if isinstance(value, (bool, np.bool_)):
+    if type(value) is int:  # the common case first (bool is a subclass, not this type)
+        result = value
+    elif isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, got a bool")
-    try:
-        result = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+    else:
+        try:
+            result = operator.index(value)
+        except TypeError:
+            raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
     if minimum is not None and result < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {result}")
     if maximum is not None and result > maximum:
@@ -60,6 +64,8 @@ MAX_EXACT_POSITION = 2**53
 
 def offset(value: Any, count: int, name: str = "offset") -> int:
     """A first position: an integer such that ``value + k`` for k < count stays exact in float64."""
+    if value == 0 and type(value) is int:  # the default: nothing to check
+        return 0
     result = integer(value, name)
     if abs(result) > MAX_EXACT_POSITION or abs(result + max(count - 1, 0)) > MAX_EXACT_POSITION:
         raise ValueError(f"{name} must keep positions within +-2**53 (exact in float64), got {result} "
@@ -69,9 +75,12 @@ def offset(value: Any, count: int, name: str = "offset") -> int:
 
 def real(value: Any, name: str, *, positive: bool = False) -> float:
     """A finite real number (bools refused)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if type(value) is float:  # the common case first
+        result = value
+    elif isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    result = float(value)
+    else:
+        result = float(value)
     if not math.isfinite(result):
         raise ValueError(f"{name} must be finite, got {result}")
     if positive and result <= 0:
@@ -127,7 +136,8 @@ def int_dtype(value: Any, name: str = "dtype") -> np.dtype:
 
 def _dtype(value: Any, name: str) -> np.dtype:
     try:
-        return np.dtype(value)
+        dt: np.dtype = np.dtype(value)
+        return dt
     except (TypeError, ValueError, SyntaxError):  # np.dtype(",") raises SyntaxError (found by the fuzzer)
         raise TypeError(f"{name} must be a NumPy dtype, got {value!r}") from None
 
@@ -181,6 +191,8 @@ def _torch_bfloat16(value: Any) -> Optional[np.ndarray]:
 
 def float_array(value: Any, name: str) -> np.ndarray:
     """A floating array, in native byte order (byte-swapped input is converted)."""
+    if type(value) is np.ndarray and value.dtype in _NATIVE_FLOAT_DTYPES:  # the common case first
+        return value
     arr = as_array(value, name)
     if arr.dtype.newbyteorder("=") not in FLOAT_DTYPES:
         supported = ", ".join(str(d) for d in FLOAT_DTYPES)
@@ -267,6 +279,10 @@ def output(
     """
     if out is None:
         return None
+    if inputs and out is inputs[0][0]:
+        flags = out.flags
+        if flags.writeable and (flags.c_contiguous or flags.f_contiguous):
+            return out  # in place on the (contiguous) input itself, the common case: nothing else can go wrong
     if not isinstance(out, np.ndarray) and not _exposes_memory(out):
         # np.asarray(list) is a new array: the results would go there and the caller's
         # list would stay as it was.

@@ -9,7 +9,7 @@ stride; for posenc's dtypes the alignment is the itemsize.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -21,7 +21,7 @@ def aligned(a: np.ndarray) -> np.ndarray:
     return a if a.flags.aligned else a.copy()
 
 
-def write(out: Optional[Out], shape: tuple, dtype: np.dtype, kernel: Callable[[np.ndarray], object]) -> np.ndarray:
+def write(out: Optional[Out], shape: Any, dtype: np.dtype, kernel: Callable[[np.ndarray], object]) -> np.ndarray:
     """Run ``kernel(dest)`` to fill the caller's ``out`` (or a new array) and return what it filled."""
     target = np.empty(shape, dtype) if out is None else out.array
     if target.flags.aligned:
