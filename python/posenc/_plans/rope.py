@@ -495,24 +495,24 @@ def rope_params(operands: Sequence[Tuple[np.ndarray, str]], *, positions: Any, o
             or seq_axis not in (-3, -2):
         raise ValueError(f"seq_axis must be -3 ([..., seq, heads, dim]) or -2 ([..., heads, seq, dim]), got {seq_axis!r}")
     seq_axis = int(seq_axis)
+    first, first_name = operands[0]
+    rdim = None if rotary_dim is None else _checks.even_dim(rotary_dim, "rotary_dim")
     for x, name in operands:
         if x.ndim < -seq_axis:
             layout = "[..., seq, heads, head_dim]" if seq_axis == -3 else "[..., seq, head_dim]"
             raise ValueError(f"{name} must have shape {layout} (at least {-seq_axis} axes), got shape {x.shape}")
-    first, first_name = operands[0]
-    head_dim: int = first.shape[-1]
-    rdim = head_dim if rotary_dim is None else _checks.even_dim(rotary_dim, "rotary_dim")
-    for x, name in operands:
-        if rotary_dim is not None:
+        if rdim is not None:
             if rdim > x.shape[-1]:
                 raise ValueError(f"rotary_dim must be <= head_dim = {x.shape[-1]}, got {rdim}")
         elif x.shape[-1] % 2:
             raise ValueError(f"{name}.shape[-1] (head_dim) must be even, got {x.shape[-1]}")
-        elif x.shape[-1] != head_dim:
-            raise ValueError(f"{first_name} and {name} have head_dim {head_dim} and {x.shape[-1]}: pass rotary_dim "
-                             "(<= both) to rotate the same features of each")
+        elif x.shape[-1] != first.shape[-1]:
+            raise ValueError(f"{first_name} and {name} have head_dim {first.shape[-1]} and {x.shape[-1]}: pass "
+                             "rotary_dim (<= both) to rotate the same features of each")
         if x.shape[seq_axis] != first.shape[seq_axis]:
             raise ValueError(f"{first_name} and {name} must have the same seq length, got {first.shape} and {x.shape}")
+    if rdim is None:
+        rdim = int(first.shape[-1])
     if rdim == 0:
         raise ValueError(f"{first_name}.shape[-1] (head_dim) must be > 0")
     if inv_freq is not None:
@@ -569,11 +569,7 @@ def _rows(positions: Any, start: int, operands: Sequence[Tuple[np.ndarray, str]]
 
 def rotation(x: np.ndarray, out: Any, params: RopeParams, name: str = "x", out_name: str = "out") -> RopeRotation:
     """One operand's plan: ``x`` (checked by :func:`rope_params`) and its ``out``."""
-    if out is x and x.flags.writeable:
-        target: Optional[Out] = Out(x, out)  # in place on x itself (the common case): nothing else to check
-    else:
-        target = _checks.out_target(out, x.shape, x.dtype, [(x, name)], name=out_name)
-    return RopeRotation(x, params, target)
+    return RopeRotation(x, params, _checks.out_target(out, x.shape, x.dtype, [(x, name)], name=out_name))
 
 
 def rotation_qk(q: np.ndarray, k: np.ndarray, params: RopeParams, *, out_q: Any, out_k: Any) -> RopeRotationQK:
