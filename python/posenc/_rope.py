@@ -160,6 +160,16 @@ def apply_rope_qk(q: Any, k: Any, positions: Any = None, *, base: float = 10000.
     (then in two passes). ``out_q=q, out_k=k`` rotates in place. Every
     argument of both is checked before anything is written.
 
+    Parameters
+    ----------
+    q : array_like, floating, of shape [..., seq, heads_q, head_dim_q] (seq_axis=-3) or [..., heads_q, seq, head_dim_q]
+    k : array_like, floating, of shape [..., seq, heads_k, head_dim_k] (seq_axis=-3) or [..., heads_k, seq, head_dim_k]
+    positions, base, scaling, inv_freq, attention_scaling, rotary_dim, interleaved, seq_axis, offset, inverse, \
+mrope_section, mrope_interleaved
+        As in :func:`apply_rope`, shared by q and k (``[batch, seq]`` positions follow axis 0 of both).
+    out_q, out_k : arrays of q's and k's shapes and dtypes, optional
+        Each may be its own input (in place), not the other operand nor the other out.
+
     Returns
     -------
     (q', k') : ndarrays of q's and k's shapes and dtypes (``out_q``/``out_k`` when given).
