@@ -12,13 +12,11 @@ public ones themselves.
 from typing import Any, List
 
 from . import _sinusoidal  # noqa: F401 (each module registers its family's executors)
+from . import _relative  # noqa: F401
 from . import _rope  # noqa: F401
 
 # Families not yet built from plans keep their hand-written twins (transitional).
 from ._learned import embedding_add, embedding_grad, embedding_lookup, resize_table, resize_table_2d  # noqa: E402
-from ._relative import (add_alibi, add_t5_bias, alibi_bias, alibi_slopes,  # noqa: E402
-                        clipped_relative_positions, relative_embeddings, relative_positions, t5_bias, t5_bucket,
-                        t5_buckets)
 
 
 def _families() -> List[Any]:
