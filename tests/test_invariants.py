@@ -252,27 +252,35 @@ def test_gil_is_released_while_a_kernel_runs():
     assert inside, f"no Python progress during a {took:.3f} s kernel call"
 
 
+# forked(n, child): run child() in n forked processes one after the other; their exit codes (0: True).
+# (Indented like the test bodies it is prepended to: run_python dedents the whole.)
+FORKED = """
+        import os
+        def forked(n, child):
+            codes = []
+            for _ in range(n):
+                pid = os.fork()
+                if pid == 0:
+                    os._exit(0 if child() else 1)
+                codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+            return codes
+"""
+
+
 @fork_tests
 def test_fork_after_multithreaded_calls_does_not_hang():
-    r = run_python(
-        """
-        import os, threading, numpy as np, posenc
+    r = run_python(FORKED + """
+        import threading, numpy as np, posenc
         x = np.ones((4, 2048, 128), np.float32)
         def work():
             for _ in range(3):
                 posenc.add_sinusoidal(x, offset=1)  # parallel regions from several Python threads
         threads = [threading.Thread(target=work) for _ in range(4)]
         [t.start() for t in threads]; [t.join() for t in threads]
-        codes = []
-        for _ in range(3):
-            pid = os.fork()
-            if pid == 0:
-                y = posenc.add_sinusoidal(x, offset=1)
-                ok = np.array_equal(y, posenc.add_sinusoidal(x[:1], offset=1)[0][None].repeat(4, 0))
-                os._exit(0 if ok else 1)
-            _, status = os.waitpid(pid, 0)
-            codes.append(os.waitstatus_to_exitcode(status))
-        print(codes)
+        def child():
+            y = posenc.add_sinusoidal(x, offset=1)
+            return np.array_equal(y, posenc.add_sinusoidal(x[:1], offset=1)[0][None].repeat(4, 0))
+        print(forked(3, child))
         """
     )
     assert r.returncode == 0, r.stderr
@@ -281,23 +289,15 @@ def test_fork_after_multithreaded_calls_does_not_hang():
 
 @fork_tests
 def test_fork_while_another_thread_is_inside_a_kernel_does_not_hang():
-    r = run_python(
-        """
-        import os, threading, numpy as np, posenc
+    r = run_python(FORKED + """
+        import threading, numpy as np, posenc
         x = np.ones((4, 2048, 128), np.float32)
         stop = threading.Event()
         def work():
             while not stop.is_set():
                 posenc.add_sinusoidal(x, out=x)
         t = threading.Thread(target=work); t.start()
-        codes = []
-        for _ in range(5):
-            pid = os.fork()
-            if pid == 0:
-                y = posenc.add_sinusoidal(np.zeros((2, 1000, 128), np.float32))
-                os._exit(0 if y.shape == (2, 1000, 128) else 1)
-            _, status = os.waitpid(pid, 0)
-            codes.append(os.waitstatus_to_exitcode(status))
+        codes = forked(5, lambda: posenc.add_sinusoidal(np.zeros((2, 1000, 128), np.float32)).shape == (2, 1000, 128))
         stop.set(); t.join()
         print(codes)
         """
