@@ -11,7 +11,7 @@ public ones themselves.
 
 from typing import Any, List
 
-from . import _sinusoidal  # noqa: F401 (each module registers its family's executors)
+from . import _sinusoidal, _vision  # noqa: F401 (each module registers its family's executors)
 
 # Families not yet built from plans keep their hand-written twins (transitional).
 from ._learned import embedding_add, embedding_grad, embedding_lookup, resize_table, resize_table_2d  # noqa: E402
@@ -23,8 +23,8 @@ from ._rope import apply_rope, apply_rope_qk, positions_from_cu_seqlens, rope_co
 
 def _families() -> List[Any]:
     # Imported when first needed: the public modules are loaded by then (posenc/__init__).
-    from .. import _learned, _relative, _rope, _sinusoidal
-    return [_sinusoidal, _learned, _rope, _relative]
+    from .. import _learned, _relative, _rope, _sinusoidal, _vision
+    return [_sinusoidal, _learned, _rope, _relative, _vision]
 
 
 def _public_functions() -> List[str]:

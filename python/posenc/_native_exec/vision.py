@@ -1,0 +1,80 @@
+"""Native executors of the vision plans (kernels: cpp/src/sinusoidal.cpp, cpp/src/relative.cpp, cpp/src/swin.cpp)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import _api
+from .._backend import native
+from .._plans.vision import SinusoidalGridRows, SinusoidalRows, SwinBias, encode
+from .._rounding import round_once
+from ._memory import aligned, write
+
+
+def _as_rows(dest: np.ndarray, rows: int, cols: int, fill: Callable[[np.ndarray], None]) -> None:
+    """Run ``fill`` on ``dest`` seen as [rows, cols]; through a contiguous twin when no such view exists."""
+    view = dest.view()
+    try:
+        view.shape = (rows, cols)
+    except AttributeError:  # the leading axes of a strided out do not merge without a copy
+        twin = np.empty((rows, cols), dest.dtype)
+        fill(twin)
+        dest[...] = twin.reshape(dest.shape)
+        return
+    fill(view)
+
+
+@_api.native(SinusoidalRows)
+def rows(plan: SinusoidalRows) -> Any:
+    n, dim = plan.coords.shape[0], plan.shape[-1]
+
+    def fill(dest: np.ndarray) -> None:
+        first = 0
+        for a, w in enumerate(plan.freqs):
+            last = first + 2 * w.shape[0]
+            # Axis a's column block: the table kernel walks the row stride of the whole row.
+            native.sinusoidal_table(dest[:, first:last], np.ascontiguousarray(plan.coords[:, a]), 0.0, w,
+                                    plan.interleaved)
+            first = last
+
+    def run(dest: np.ndarray) -> None:
+        if n and dim:
+            _as_rows(dest, n, dim, fill)
+
+    return _api.returned(plan.out, write(plan.out, plan.shape, plan.dtype, run))
+
+
+@_api.native(SinusoidalGridRows)
+def grid_rows(plan: SinusoidalGridRows) -> Any:
+    axes = len(plan.grid)
+
+    def fill(dest: np.ndarray) -> None:
+        dest[: plan.zero_rows] = 0
+        cells = dest[plan.zero_rows :].reshape(plan.grid + (plan.shape[1],))  # splits one axis: always a view
+        first = 0
+        for block in plan.blocks:
+            # The block's rows, one per index of its axis, rounded once; the copy kernel
+            # repeats them over the other axes: [other axes..., axis, channels] reads row
+            # i of the lookup row reversed (its Toeplitz convention, one distance = c elements).
+            emb = round_once(encode(np.multiply.outer(block.positions, block.freqs), plan.interleaved), plan.dtype)
+            c = emb.shape[1]
+            lut = np.ascontiguousarray(emb[::-1]).reshape(1, -1)
+            view = np.moveaxis(cells[..., first : first + c], block.axis, axes - 1)
+            native.toeplitz_copy(view, lut, c)
+            first += c
+
+    return _api.returned(plan.out, write(plan.out, plan.shape, plan.dtype, fill))
+
+
+@_api.native(SwinBias)
+def swin_bias(plan: SwinBias) -> Any:
+    wh, ww = plan.window
+    heads = plan.table.shape[1]
+    # One lookup row per (head, row offset): the table's column of that offset, reversed
+    # so that a run of ww reads forwards (cpp/include/posenc/swin.hpp).
+    lut = np.ascontiguousarray(plan.table.T.reshape(heads, 2 * wh - 1, 2 * ww - 1)[:, :, ::-1])
+    x = None if plan.scores is None else aligned(plan.scores)
+    dest = write(plan.out, plan.shape, plan.dtype, lambda d: native.swin_bias(x, d, lut, wh, ww))
+    return _api.returned(plan.out, dest)
