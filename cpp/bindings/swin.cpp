@@ -8,7 +8,7 @@ namespace posenc::bind {
 namespace {
 
 // out[..., heads, N, N] = x + Swin's bias (x given) or the bias (x None), from lookup
-// rows lut [heads, 2wh − 1, 2ww − 1] in out's dtype (see swin.hpp); out may be x itself.
+// rows lut [heads, ww, (2wh − 1)·ww] in out's dtype (see swin.hpp); out may be x itself.
 void swin_bias(std::optional<py::array> x, py::array out, py::array lut, std::int64_t wh, std::int64_t ww) {
     const DType dt = float_dtype(out, "out");
     require_writeable(out, "out");
@@ -20,9 +20,9 @@ void swin_bias(std::optional<py::array> x, py::array out, py::array lut, std::in
     if (nd < 3 || out.shape(nd - 1) != n || out.shape(nd - 2) != n)
         throw std::invalid_argument("out must be [..., heads, " + std::to_string(n) + ", " + std::to_string(n) + "]");
     if (!lut.dtype().equal(out.dtype())) throw py::type_error("lut must have the dtype of out");
-    if (lut.ndim() != 3 || lut.shape(0) != out.shape(nd - 3) || lut.shape(1) != 2 * wh - 1 ||
-        lut.shape(2) != 2 * ww - 1 || !(lut.flags() & py::array::c_style))
-        throw std::invalid_argument("lut must be a C-contiguous [heads, 2wh - 1, 2ww - 1] array, one row per head");
+    if (lut.ndim() != 3 || lut.shape(0) != out.shape(nd - 3) || lut.shape(1) != ww ||
+        lut.shape(2) != (2 * wh - 1) * ww || !(lut.flags() & py::array::c_style))
+        throw std::invalid_argument("lut must be a C-contiguous [heads, ww, (2wh - 1)·ww] array");
     if (reinterpret_cast<std::uintptr_t>(lut.data()) % static_cast<std::uintptr_t>(lut.itemsize()) != 0)
         throw std::invalid_argument("lut is not aligned to its itemsize");
     const Rows o(out, "out");

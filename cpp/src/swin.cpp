@@ -1,47 +1,77 @@
-// Swin's relative position bias: rows of the [N, N] block streamed as wh runs of ww
-// out of per-(head, row offset) lookup rows. Compiled once per ISA.
+// Swin's relative position bias: each row of the [N, N] block streamed as one
+// contiguous slice of a per-(head, query column) lookup row (swin.hpp). Compiled once per ISA.
 #include "posenc/swin.hpp"
 
 #include <cstring>
+#include <type_traits>
 
-#include "posenc/convert.hpp"
 #include "posenc/parallel.hpp"
+
+#if defined(__F16C__)
+#include <immintrin.h>  // F16C conversions: GCC 12 does not vectorise _Float16 <-> float itself
+#endif
 
 POSENC_BEGIN_TARGET
 namespace {
 
-// x + bias rounded once. float and double: the IEEE operation itself. float16 and
-// bfloat16: their sum is exact in double, so rounding it once to T is the correct sum.
-inline float sum_once(float x, float b) { return x + b; }
-inline double sum_once(double x, double b) { return x + b; }
-template <class T>
-inline T sum_once(T x, T b) { return store<T>(load(x) + load(b)); }
+// x + bias rounded once to T. float and double: the IEEE operation itself.
+// float16 and bfloat16: the sum in float32, then rounded to T. Rounding twice is
+// harmless here: float32's 24 bits are at least 2p + 2 for float16 (p = 11) and
+// bfloat16 (p = 8), and for +, −, ×, ÷ and √ an intermediate of 2p + 2 bits rounds
+// to the same p-bit result as rounding the exact value once (Figueroa, "When is
+// double rounding innocuous?", SIGNUM 1995). float16 results never reach float32's
+// subnormals, and bfloat16 values below 2^-126 add exactly in float32 (multiples
+// of 2^-133). Conversions are written so loops vectorise: _Float16 becomes F16C's
+// vcvtph2ps/vcvtps2ph where the ISA has it (a libgcc call in the baseline build),
+// bfloat16 is integer shifts with round-to-nearest-even.
+// Each dtype's storage as the kernel addresses it, and its sum rounded once.
+template <class T> struct Lane { using S = T; static S sum(S x, S b) { return x + b; } };  // float, double
+template <> struct Lane<half_t> {
+    using S = _Float16;
+    static S sum(S x, S b) { return static_cast<S>(static_cast<float>(x) + static_cast<float>(b)); }
+};
+template <> struct Lane<bfloat16_t> {
+    using S = std::uint16_t;
+    static float widen(S h) { return __builtin_bit_cast(float, static_cast<std::uint32_t>(h) << 16); }
+    static S narrow(float f) {
+        const std::uint32_t u = __builtin_bit_cast(std::uint32_t, f);
+        const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // nearest, ties to even
+        const std::uint32_t quiet = (u >> 16) | 0x40u;                          // a NaN stays a NaN
+        return static_cast<S>((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+    }
+    static S sum(S x, S b) { return narrow(widen(x) + widen(b)); }
+};
 
-// One run of n elements: out = x + bias, or bias (kAdd false). x may be out itself:
-// each element is read before it is written, `omp simd` asserts lanes are independent.
+// One row of n elements: out = x + bias (kAdd) or bias. x may be out itself: each
+// element is read before it is written, `omp simd` asserts lanes are independent.
+// The pointers are the storage type S of T (same size and bits) so loops vectorise.
 template <bool kAdd, bool kContiguous, class T>
-inline void run(const T* x, std::int64_t xcs, const T* __restrict bias, T* out, std::int64_t ocs, std::int64_t n) {
+inline void row(const T* x_t, std::int64_t xcs, const T* __restrict bias_t, T* out_t, std::int64_t ocs,
+                std::int64_t n) {
+    using S = typename Lane<T>::S;
+    static_assert(sizeof(S) == sizeof(T), "storage and lane types must have one size");
+    const S* x = reinterpret_cast<const S*>(x_t);
+    const S* __restrict bias = reinterpret_cast<const S*>(bias_t);
+    S* out = reinterpret_cast<S*>(out_t);
     if (kContiguous) xcs = ocs = 1;
     if (!kAdd && kContiguous) {
-        std::memcpy(out, bias, static_cast<std::size_t>(n) * sizeof(T));
+        std::memcpy(out, bias, static_cast<std::size_t>(n) * sizeof(S));
         return;
     }
-#pragma omp simd
-    for (std::int64_t j = 0; j < n; ++j) out[j * ocs] = kAdd ? sum_once(x[j * xcs], bias[j]) : bias[j];
-}
-
-// Row n1 = (i1, j1) of batch b: wh runs, run i2 from lookup row (h, i1 − i2 + wh − 1).
-template <bool kAdd, bool kContiguous, class T>
-inline void row(const SwinArgs& a, const T* lut_h, std::int64_t n1, const T* x, std::int64_t xcs, T* out,
-                std::int64_t ocs) {
-    const std::int64_t wh = a.wh, ww = a.ww, lut_len = 2 * ww - 1;
-    const std::int64_t i1 = n1 / ww, j1 = n1 % ww;
-    // Lookup row of run 0 (offset r = i1 + wh − 1), stepping back one row per run.
-    const T* src = lut_h + (i1 + wh - 1) * lut_len + (ww - 1 - j1);
-    for (std::int64_t i2 = 0; i2 < wh; ++i2, src -= lut_len) {
-        const std::int64_t col = i2 * ww;
-        run<kAdd, kContiguous>(kAdd ? x + col * xcs : x, xcs, src, out + col * ocs, ocs, ww);
+    std::int64_t j = 0;
+#if defined(__F16C__)
+    if constexpr (kAdd && kContiguous && sizeof(T) == 2 && !std::is_same_v<S, std::uint16_t>) {
+        // float16, 8 lanes at a time: widen exactly, add in float32, round once to nearest even.
+        for (; j + 8 <= n; j += 8) {
+            const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + j)));
+            const __m256 bv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bias + j)));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
+                             _mm256_cvtps_ph(_mm256_add_ps(xv, bv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
     }
+#endif
+#pragma omp simd
+    for (std::int64_t k = j; k < n; ++k) out[k * ocs] = kAdd ? Lane<T>::sum(x[k * xcs], bias[k]) : bias[k];
 }
 
 // Work items are (batch, row) pairs in memory order of a C-contiguous operand, in
@@ -56,7 +86,7 @@ void bias(const SwinArgs& a, const void* x_v, const RowLayout* xl, void* out_v, 
     const T* x = static_cast<const T*>(x_v);
     T* out = static_cast<T*>(out_v);
     const T* lut = static_cast<const T*>(a.lut);
-    const std::int64_t n = a.wh * a.ww, lut_per_head = (2 * a.wh - 1) * (2 * a.ww - 1);
+    const std::int64_t ww = a.ww, n = a.wh * ww, lut_len = (2 * a.wh - 1) * ww;
     const std::int64_t items = ol.batches * n;
     const std::int64_t row_bytes = n * static_cast<std::int64_t>(sizeof(T));
     const std::int64_t per_block = row_bytes >= kBlockBytes ? 1 : kBlockBytes / row_bytes;
@@ -65,13 +95,12 @@ void bias(const SwinArgs& a, const void* x_v, const RowLayout* xl, void* out_v, 
     const auto run_block = [&](std::int64_t block) {
         const std::int64_t end = (block + 1) * per_block < items ? (block + 1) * per_block : items;
         for (std::int64_t item = block * per_block; item < end; ++item) {
-            const std::int64_t b = item / n, n1 = item % n;
-            const T* lut_h = lut + (b % a.heads) * lut_per_head;
+            const std::int64_t b = item / n, n1 = item % n, i1 = n1 / ww, j1 = n1 % ww;
+            const T* src = lut + ((b % a.heads) * ww + j1) * lut_len + (a.wh - 1 - i1) * ww;
             const T* xi = kAdd ? x + xl->batch_offsets[b] + n1 * xl->row_stride : nullptr;
-            const std::int64_t xcs = kAdd ? xl->col_stride : 0;
             T* oi = out + ol.batch_offsets[b] + n1 * ol.row_stride;
-            if (contiguous) row<kAdd, true>(a, lut_h, n1, xi, 1, oi, 1);
-            else row<kAdd, false>(a, lut_h, n1, xi, xcs, oi, ol.col_stride);
+            if (contiguous) row<kAdd, true>(xi, 1, src, oi, 1, n);
+            else row<kAdd, false>(xi, kAdd ? xl->col_stride : 0, src, oi, ol.col_stride, n);
         }
     };
     const int threads = plan_threads(items, n);

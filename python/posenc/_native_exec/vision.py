@@ -72,9 +72,13 @@ def grid_rows(plan: SinusoidalGridRows) -> Any:
 def swin_bias(plan: SwinBias) -> Any:
     wh, ww = plan.window
     heads = plan.table.shape[1]
-    # One lookup row per (head, row offset): the table's column of that offset, reversed
-    # so that a run of ww reads forwards (cpp/include/posenc/swin.hpp).
-    lut = np.ascontiguousarray(plan.table.T.reshape(heads, 2 * wh - 1, 2 * ww - 1)[:, :, ::-1])
+    # One lookup row per (head, query column j1): the runs of every row offset end to
+    # end, so that each row of N is one contiguous slice (cpp/include/posenc/swin.hpp):
+    # lut[h, j1, q·ww + j2] = table[(2wh − 2 − q)·(2ww − 1) + (j1 − j2 + ww − 1), h].
+    by_offset = plan.table.T.reshape(heads, 2 * wh - 1, 2 * ww - 1)[:, ::-1, :]  # [h, q, column offset]
+    j = np.arange(ww)
+    runs = by_offset[:, :, j[:, None] - j[None, :] + (ww - 1)]  # [h, q, j1, j2]
+    lut = np.ascontiguousarray(runs.transpose(0, 2, 1, 3)).reshape(heads, ww, (2 * wh - 1) * ww)
     x = None if plan.scores is None else aligned(plan.scores)
     dest = write(plan.out, plan.shape, plan.dtype, lambda d: native.swin_bias(x, d, lut, wh, ww))
     return _api.returned(plan.out, dest)
