@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Dict
+from typing import Any, Callable, Dict
 
 import numpy as np
 
@@ -134,6 +134,59 @@ def spec_add_swin_bias() -> Spec:
     return s
 
 
+def _all_valid_of(shape: tuple, feats: int) -> Callable[[Any], None]:
+    def check(result: Any) -> None:
+        import posenc
+
+        expected = posenc.reference.detr_sine(np.ones(shape, bool), num_pos_feats=feats)
+        np.testing.assert_array_equal(np.asarray(result), expected)
+    return check
+
+
+def spec_detr_sine() -> Spec:
+    valid = np.ones((2, 3, 4), bool)
+    valid[0, 2:, :] = False
+    valid[1, :, 3:] = False
+    s = Spec("detr_sine", valid=valid, num_pos_feats=4)
+    s.raises("valid-2d", ValueError, "valid", valid=valid[0])
+    s.raises("valid-4d", ValueError, "valid", valid=valid[None])
+    s.raises("valid-float", TypeError, "valid", valid=valid.astype(np.float32))
+    s.raises("valid-complex", TypeError, "valid", valid=valid.astype(np.complex64))
+    s.raises("valid-str", TypeError, "valid", valid=valid.astype(str))
+    s.raises("valid-object", TypeError, "valid", valid=valid.astype(object))
+    s.raises("valid-two", ValueError, "valid", valid=valid.astype(np.int64) * 2)
+    s.raises("valid-negative", ValueError, "valid", valid=-valid.astype(np.int64))
+    s.raises("valid-ragged", (TypeError, ValueError), "valid", valid=[[[1, 0]], [[1]]])
+    for id, make in [("int64", lambda v: v.astype(np.int64)), ("uint8", lambda v: v.astype(np.uint8)),
+                     ("list", lambda v: v.tolist()), ("negative-strides", lambda v: np.flip(np.flip(v).copy())),
+                     ("stepped", lambda v: np.repeat(np.repeat(v, 2, 1), 2, 2)[:, ::2, ::2]),
+                     ("byteswapped", lambda v: v.astype(">i8" if np.little_endian else "<i8")),
+                     ("fortran", np.asfortranarray)]:
+        s.same(f"valid-{id}", clean={"valid": valid}, valid=make(valid))
+    s.check("valid-empty", empty_of((0, 3, 4, 8)), valid=np.ones((0, 3, 4), bool))
+    s.check("valid-no-width", empty_of((2, 3, 0, 8)), valid=np.ones((2, 3, 0), bool))
+    s.check("valid-none-shape", _all_valid_of((2, 3, 4), 4), valid=None, shape=(2, 3, 4))
+    s.raises("valid-none-no-shape", ValueError, "shape", valid=None)
+    s.raises("shape-with-valid", ValueError, "shape", shape=(2, 3, 4))
+    s.raises("shape-2d", ValueError, "shape", valid=None, shape=(3, 4))
+    s.raises("shape-negative", ValueError, "shape", valid=None, shape=(2, -3, 4))
+    s.raises("shape-float", TypeError, "shape", valid=None, shape=(2, 3.0, 4))
+    s.raises("shape-huge", SIZE_ERRORS, "", valid=None, shape=(2**40, 2**40, 4))
+    s.dim("num_pos_feats")
+    for id, v, exc in [("zero", 0, ValueError), ("negative", -1.0, ValueError), ("nan", float("nan"), ValueError),
+                       ("inf", float("inf"), ValueError), ("str", "10000", TypeError), ("bool", True, TypeError)]:
+        s.raises(f"temperature-{id}", exc, "temperature", temperature=v)
+    s.same("temperature-float", clean={"temperature": 100}, temperature=100.0)
+    s.flag("normalize")
+    s.raises("scale-without-normalize", ValueError, "scale", scale=1.0)
+    for id, v, exc in [("nan", float("nan"), ValueError), ("inf", float("inf"), ValueError), ("str", "1", TypeError),
+                       ("bool", True, TypeError)]:
+        s.raises(f"scale-{id}", exc, "scale", normalize=True, scale=v)
+    s.raises("dtype-int", TypeError, "dtype", dtype=np.int32)
+    s.out((2, 3, 4, 8), F32)
+    return s
+
+
 SPECS: Dict[str, Callable[[], Spec]] = {
     "sinusoidal_nd": spec_sinusoidal_nd,
     "sincos_2d": spec_sincos_2d,
@@ -141,4 +194,5 @@ SPECS: Dict[str, Callable[[], Spec]] = {
     "swinv2_coords_table": spec_swinv2_coords_table,
     "swin_bias": spec_swin_bias,
     "add_swin_bias": spec_add_swin_bias,
+    "detr_sine": spec_detr_sine,
 }

@@ -64,6 +64,7 @@ FAMILIES: Dict[str, Tuple[str, List[Mutant]]] = {
         Mutant("sinusoidal_table", "one-element", out="out"),
         Mutant("sinusoidal_table", "sin-cos-layout-swapped", flip="interleaved"),
         Mutant("toeplitz_copy", "one-element", out="out"),
+        Mutant("detr_gather", "one-element", out="out"),
     ]),
     "learned": ("tests/test_learned.py", [
         Mutant("embedding_lookup", "one-element", out="out"),

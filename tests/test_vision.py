@@ -369,3 +369,97 @@ def test_swinv2_coords_are_transformers(window, pretrained):
     wh, ww = window
     np.testing.assert_array_equal(posenc.swin_relative_position_index(window),
                                   module.relative_position_index.numpy().reshape(wh * ww, wh * ww))
+
+
+# ---------------------------------------------------------------- DETR
+
+def detr_closed(valid, feats, temperature, normalize, scale):
+    """DETR's PositionEmbeddingSine (facebookresearch/detr models/position_encoding.py) in float64, channels last."""
+    not_mask = valid.astype(np.float64)
+    y_embed = not_mask.cumsum(1)
+    x_embed = not_mask.cumsum(2)
+    if normalize:
+        eps = 1e-6
+        y_embed = y_embed / (y_embed[:, -1:, :] + eps) * scale
+        x_embed = x_embed / (x_embed[:, :, -1:] + eps) * scale
+    dim_t = np.arange(feats, dtype=np.float64)
+    dim_t = temperature ** (2 * (dim_t // 2) / feats)
+    pos_x = x_embed[:, :, :, None] / dim_t
+    pos_y = y_embed[:, :, :, None] / dim_t
+    pos_x = np.stack((np.sin(pos_x[:, :, :, 0::2]), np.cos(pos_x[:, :, :, 1::2])), axis=4).reshape(pos_x.shape)
+    pos_y = np.stack((np.sin(pos_y[:, :, :, 0::2]), np.cos(pos_y[:, :, :, 1::2])), axis=4).reshape(pos_y.shape)
+    return np.concatenate((pos_y, pos_x), axis=3)
+
+
+def ragged_mask(rng, batch, h, w, holes=False):
+    valid = np.zeros((batch, h, w), bool)
+    for b in range(batch):
+        valid[b, : rng.integers(0, h + 1), : rng.integers(0, w + 1)] = True
+    if holes:  # not a DETR padding mask, but any mask must follow the same cumulative-sum rule
+        valid ^= rng.random((batch, h, w)) < 0.2
+    return valid
+
+
+@pytest.mark.parametrize("normalize,scale", [(False, None), (True, None), (True, 1.0), (True, 7.5)])
+@pytest.mark.parametrize("holes", [False, True])
+def test_detr_sine_closed_form(isa, normalize, scale, holes):
+    rng = np.random.default_rng(11)
+    valid = ragged_mask(rng, 4, 9, 13, holes)
+    for feats, temp in [(64, 10000), (2, 20), (6, 0.5)]:
+        for dtype in FLOAT_DTYPES:
+            got = posenc.detr_sine(valid, num_pos_feats=feats, temperature=temp, normalize=normalize, scale=scale,
+                                   dtype=dtype)
+            assert got.shape == (4, 9, 13, 2 * feats) and got.dtype == np.dtype(dtype)
+            exact = detr_closed(valid, feats, temp, normalize, 2 * np.pi if scale is None else scale)
+            np.testing.assert_array_equal(got, round_once(exact, np.dtype(dtype)))
+
+
+def test_detr_sine_no_mask_is_all_valid(isa):
+    for normalize in (False, True):
+        full = posenc.detr_sine(np.ones((2, 5, 7), np.int64), num_pos_feats=8, normalize=normalize)
+        np.testing.assert_array_equal(posenc.detr_sine(shape=(2, 5, 7), num_pos_feats=8, normalize=normalize), full)
+
+
+@settings(max_examples=50, deadline=None)
+@given(batch=st.integers(0, 3), h=st.integers(0, 12), w=st.integers(0, 12), feats=st.integers(1, 20),
+       dtype=st.sampled_from(FLOAT_DTYPES), normalize=st.booleans(), mask=st.sampled_from(["ragged", "holes", "none"]),
+       seed=st.integers(0, 2**16), mask_dtype=st.sampled_from([bool, np.int64, np.uint8, np.int32]))
+def test_detr_sine_matches_reference(native_isa, batch, h, w, feats, dtype, normalize, mask, seed, mask_dtype):
+    rng = np.random.default_rng(seed)
+    kw = dict(num_pos_feats=2 * feats, normalize=normalize, dtype=dtype)
+    if mask == "none":
+        args, kw["shape"] = (), (batch, h, w)
+    else:
+        valid = ragged_mask(rng, batch, h, w, mask == "holes").astype(mask_dtype)
+        args = (strided_view(valid, rng),)
+    out = strided_view(np.full((batch, h, w, 4 * feats), 7, dtype), rng)
+    got = posenc.detr_sine(*args, out=out, **kw)
+    assert got is out
+    np.testing.assert_array_equal(got, ref.detr_sine(*args, **kw))
+
+
+@pytest.mark.skipif(transformers is None or torch is None, reason="needs transformers and torch")
+@pytest.mark.parametrize("normalize,scale", [(False, None), (True, None), (True, 3.0)])
+@pytest.mark.parametrize("feats,temperature", [(64, 10000), (128, 20), (8, 10000)])
+def test_detr_sine_is_transformers(normalize, scale, feats, temperature):
+    """Transformers' module, computed in float64, equals posenc's float64 within its pow/sin's last bits;
+    in float32 (each of its steps rounding to float32) within that rounding."""
+    from transformers.models.detr.modeling_detr import DetrSinePositionEmbedding
+
+    module = DetrSinePositionEmbedding(feats, temperature, normalize, scale)
+    valid = ragged_mask(np.random.default_rng(4), 3, 20, 30)
+    shape = torch.Size((3, 256, 20, 30))
+    got = posenc.detr_sine(valid, num_pos_feats=feats, temperature=temperature, normalize=normalize, scale=scale,
+                           dtype=np.float64)
+    mask = torch.from_numpy(valid.astype(np.int64))
+    theirs64 = module(shape, "cpu", torch.float64, mask).permute(0, 2, 3, 1).numpy()
+    max_angle = 30.0 if not normalize else module.scale
+    np.testing.assert_allclose(got, theirs64, rtol=0, atol=16 * np.finfo(np.float64).eps * max(max_angle, 1))
+    theirs32 = module(shape, "cpu", torch.float32, mask).permute(0, 2, 3, 1).numpy()
+    got32 = posenc.detr_sine(valid, num_pos_feats=feats, temperature=temperature, normalize=normalize, scale=scale)
+    np.testing.assert_allclose(got32, theirs32, rtol=0, atol=8 * 2.0**-24 * max(max_angle, 1))
+    # no mask: shape=
+    theirs = module(shape, "cpu", torch.float64).permute(0, 2, 3, 1).numpy()
+    np.testing.assert_allclose(posenc.detr_sine(shape=(3, 20, 30), num_pos_feats=feats, temperature=temperature,
+                                                normalize=normalize, scale=scale, dtype=np.float64),
+                               theirs, rtol=0, atol=16 * np.finfo(np.float64).eps * max(max_angle, 1))

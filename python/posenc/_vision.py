@@ -1,4 +1,4 @@
-"""Vision and detection encodings: N-D sinusoidal rows, MAE/DiT/SD3 2-D sincos, Swin's relative bias.
+"""Vision and detection encodings: N-D sinusoidal rows, MAE/DiT/SD3 2-D sincos, DETR's sine, Swin's relative bias.
 
 Each public function is its plan builder (see ``posenc._api``): it checks
 every argument once and returns a plan of ``posenc._plans.vision``, which
@@ -7,6 +7,7 @@ the active backend's executor computes.
 
 from __future__ import annotations
 
+import math
 from typing import Any, List, Optional, Tuple
 
 import numpy as np
@@ -14,10 +15,11 @@ import numpy as np
 from . import _checks
 from ._api import entry
 from ._plans.sinusoidal import frequencies
-from ._plans.vision import GridBlock, SinusoidalGridRows, SinusoidalRows, SwinBias, mae_frequencies, swin_index
+from ._plans.vision import (DetrSine, GridBlock, SinusoidalGridRows, SinusoidalRows, SwinBias, detr_dim_t,
+                            mae_frequencies, swin_index)
 from ._rounding import round_once
 
-__all__ = ["add_swin_bias", "sincos_2d", "sinusoidal_nd", "swin_bias", "swin_relative_position_index",
+__all__ = ["add_swin_bias", "detr_sine", "sincos_2d", "sinusoidal_nd", "swin_bias", "swin_relative_position_index",
            "swinv2_coords_table"]
 
 
@@ -399,3 +401,109 @@ def add_swin_bias(scores: Any, table: Any, window: Any, *, out: Any = None) -> A
         t = round_once(t.astype(np.float64), x.dtype)
     target = _checks.out_target(out, x.shape, x.dtype, [(x, "scores"), (t, "table")])
     return SwinBias(x, t, (wh, ww), x.shape, x.dtype, target)
+
+
+# ---------------------------------------------------------------- DETR
+
+@entry
+def detr_sine(
+    valid: Any = None,
+    *,
+    shape: Any = None,
+    num_pos_feats: int = 64,
+    temperature: float = 10000,
+    normalize: bool = False,
+    scale: Optional[float] = None,
+    dtype: Any = np.float32,
+    out: Any = None,
+) -> Any:
+    """DETR's sine position embedding of a padded image batch, channels last: ``[batch, h, w, 2·num_pos_feats]``.
+
+    Value for value Transformers' ``DetrSinePositionEmbedding`` (DETR,
+    Conditional/Deformable DETR, DINO, RT-DETR and the rest of the family),
+    with its ``[batch, 2F, h, w]`` result moved to channels last. For a pixel
+    ``(b, i, j)``: ``y`` is the number of valid pixels at or above it in
+    column ``j`` (the cumulative sum of the mask along the height), ``x`` the
+    number at or left of it in row ``i``; with ``normalize``,
+    ``y ← y / (y_last + 1e-6) · scale`` where ``y_last`` is the column's
+    count (and likewise x). Features ``[0, F)`` encode y and ``[F, 2F)`` x:
+    feature ``k`` is ``sin(v / T^(2·floor(k/2)/F))`` for even k and ``cos`` of
+    the same angle for odd k (``F = num_pos_feats``, ``T = temperature``).
+    Transformers evaluates all this in the result dtype (float32); posenc in
+    float64, rounding once, so float32 results agree within the rounding of
+    its float32 steps.
+
+    The sines are evaluated once per distinct (count, column or row count)
+    pair, not per pixel; the native backend then writes every pixel's
+    features with the table-lookup kernel.
+
+    Parameters
+    ----------
+    valid : array_like of shape [batch, h, w], bool or integer 0/1, optional
+        True/1 for a real pixel, False/0 for padding (Transformers'
+        ``pixel_mask``). None: every pixel valid; then give ``shape``.
+    shape : (int, int, int), optional
+        ``(batch, h, w)`` when ``valid`` is None (and only then).
+    num_pos_feats : int
+        Features per axis, F; even and > 0.
+    temperature : float
+        T (> 0).
+    normalize : bool
+        Scale the counts to ``[0, scale]`` by the column's/row's count.
+    scale : float, optional
+        Only with ``normalize=True`` (a ValueError otherwise, as in DETR);
+        default ``2π``.
+    dtype : float32, float64, float16 or bfloat16
+        Result dtype.
+    out : array of shape [batch, h, w, 2·num_pos_feats] and dtype ``dtype``, optional
+        Written in place and returned.
+
+    Returns
+    -------
+    ndarray of shape [batch, h, w, 2·num_pos_feats]
+
+    Examples
+    --------
+    >>> import numpy as np, posenc
+    >>> valid = np.ones((1, 2, 3), bool)
+    >>> valid[0, :, 2] = False  # the last column is padding
+    >>> pe = posenc.detr_sine(valid, num_pos_feats=4)
+    >>> pe.shape
+    (1, 2, 3, 8)
+    >>> [round(float(v), 4) for v in pe[0, 1, 1]]  # y = 2 (features 0-3), x = 2 (features 4-7)
+    [0.9093, -0.4161, 0.02, 0.9998, 0.9093, -0.4161, 0.02, 0.9998]
+    >>> pe.transpose(0, 3, 1, 2).shape  # Transformers' [batch, 2F, h, w]
+    (1, 8, 2, 3)
+    """
+    feats = _checks.even_dim(num_pos_feats, "num_pos_feats")
+    temp = _checks.real(temperature, "temperature", positive=True)
+    normalize = _checks.boolean(normalize, "normalize")
+    if scale is not None and not normalize:
+        raise ValueError("scale is only used with normalize=True (as in DETR: 'normalize should be True if scale is passed')")
+    factor = 2 * math.pi if scale is None else _checks.real(scale, "scale")
+    dt = _checks.float_dtype(dtype)
+    y_count = x_count = None
+    if valid is None:
+        if shape is None:
+            raise ValueError("give valid (a [batch, h, w] mask) or shape=(batch, h, w)")
+        if not isinstance(shape, (tuple, list)) or len(shape) != 3:
+            raise ValueError(f"shape must be (batch, h, w), got {shape!r}")
+        b, h, w = (_checks.integer(v, f"shape[{k}]", minimum=0) for k, v in enumerate(shape))
+    else:
+        if shape is not None:
+            raise ValueError("shape is only for valid=None (the mask has a shape)")
+        mask = _checks.as_array(valid, "valid")
+        if mask.dtype.kind not in "biu":
+            raise TypeError(f"valid must hold booleans or integers 0/1, got dtype {mask.dtype}")
+        if mask.ndim != 3:
+            raise ValueError(f"valid must have shape [batch, h, w], got shape {mask.shape}")
+        if mask.dtype.kind != "b" and mask.size and not ((mask == 0) | (mask == 1)).all():
+            raise ValueError("valid must hold only 0 and 1 (or booleans)")
+        b, h, w = mask.shape
+    result = (b, h, w, 2 * feats)
+    _checks.result_size(result, dt, "the embedding")
+    if valid is not None:
+        m = mask.astype(np.int64)
+        y_count, x_count = np.cumsum(m, axis=1), np.cumsum(m, axis=2)
+    return DetrSine(y_count, x_count, result, detr_dim_t(feats, temp), normalize, factor, dt,
+                    _checks.out_target(out, result, dt))

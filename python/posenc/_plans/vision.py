@@ -106,3 +106,47 @@ def swin_index(wh: int, ww: int) -> np.ndarray:
     """
     i, j = np.divmod(np.arange(wh * ww, dtype=np.int64), ww)
     return (i[:, None] - i[None, :] + (wh - 1)) * (2 * ww - 1) + (j[:, None] - j[None, :] + (ww - 1))
+
+
+# ---------------------------------------------------------------- DETR
+
+DETR_EPS = 1e-6  # DETR's eps in the normalisation y / (y_last + eps) · scale
+
+
+class DetrSine(NamedTuple):
+    """``detr_sine``: per pixel, DETR's sine features of its y then x cumulative counts."""
+
+    y_count: Optional[np.ndarray]  # int64 [batch, h, w], the valid pixels at or above; None: no mask (h + 1)
+    x_count: Optional[np.ndarray]  # int64 [batch, h, w], at or left of; None: no mask (w + 1)
+    shape: Tuple[int, int, int, int]  # [batch, h, w, 2·num_pos_feats]
+    dim_t: np.ndarray  # float64 [num_pos_feats], read-only
+    normalize: bool
+    scale: float
+    dtype: np.dtype
+    out: Optional[Out]
+
+
+@functools.lru_cache(maxsize=64)
+def detr_dim_t(num_pos_feats: int, temperature: float) -> np.ndarray:
+    """DETR's divisors ``temperature ** (2·floor(i/2) / num_pos_feats)``, float64 [num_pos_feats], read-only."""
+    i = np.arange(num_pos_feats, dtype=np.float64)
+    dim_t = temperature ** (2 * np.floor(i / 2) / num_pos_feats)
+    dim_t.flags.writeable = False
+    return dim_t
+
+
+def detr_positions(count: np.ndarray, last: np.ndarray, normalize: bool, scale: float) -> np.ndarray:
+    """The position DETR encodes for a cumulative count (float64): the count, or ``count / (last + eps) · scale``."""
+    count = count.astype(np.float64)
+    if not normalize:
+        return count
+    return count / (last.astype(np.float64) + DETR_EPS) * scale
+
+
+def detr_encode(values: np.ndarray, dim_t: np.ndarray) -> np.ndarray:
+    """[...] float64 positions → [..., F]: ``sin(v / dim_t[i])`` at even i, ``cos`` at odd i (DETR's interleave)."""
+    angles = values[..., None] / dim_t
+    out = np.empty(angles.shape)
+    out[..., 0::2] = np.sin(angles[..., 0::2])
+    out[..., 1::2] = np.cos(angles[..., 1::2])
+    return out

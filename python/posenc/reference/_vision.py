@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from .. import _api
-from .._plans.vision import SinusoidalGridRows, SinusoidalRows, SwinBias, encode, swin_index
+from .._plans.vision import (DetrSine, SinusoidalGridRows, SinusoidalRows, SwinBias, detr_encode, detr_positions,
+                             encode, swin_index)
 from .._rounding import round_once
 
 
@@ -41,4 +42,18 @@ def swin_bias(plan: SwinBias) -> Any:
     wh, ww = plan.window
     bias = np.moveaxis(plan.table.astype(np.float64)[swin_index(wh, ww)], -1, 0)  # [heads, N, N]
     values = bias if plan.scores is None else plan.scores.astype(np.float64) + bias
+    return _api.store(plan.out, round_once(values, plan.dtype))
+
+
+@_api.reference(DetrSine)
+def detr_sine(plan: DetrSine) -> Any:
+    batch, h, w, _ = plan.shape
+    if plan.y_count is None or plan.x_count is None:  # no mask: every pixel valid
+        y_count = np.broadcast_to(np.arange(1, h + 1)[None, :, None], (batch, h, w))
+        x_count = np.broadcast_to(np.arange(1, w + 1)[None, None, :], (batch, h, w))
+    else:
+        y_count, x_count = plan.y_count, plan.x_count
+    y = detr_positions(y_count, y_count[:, -1:, :], plan.normalize, plan.scale)
+    x = detr_positions(x_count, x_count[:, :, -1:], plan.normalize, plan.scale)
+    values = np.concatenate([detr_encode(y, plan.dim_t), detr_encode(x, plan.dim_t)], axis=-1)
     return _api.store(plan.out, round_once(values, plan.dtype))

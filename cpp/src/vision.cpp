@@ -1,6 +1,7 @@
-// Swin's relative position bias: each row of the [N, N] block streamed as one
-// contiguous slice of a per-(head, query column) lookup row (swin.hpp). Compiled once per ISA.
-#include "posenc/swin.hpp"
+// The vision family's kernels (vision.hpp): Swin's relative position bias, each row
+// of the [N, N] block streamed as one contiguous slice of a per-(head, query column)
+// lookup row, and DETR's two-table gather. Compiled once per ISA.
+#include "posenc/vision.hpp"
 
 #include <cstring>
 #include <type_traits>
@@ -116,6 +117,57 @@ void bias(const SwinArgs& a, const void* x_v, const RowLayout* xl, void* out_v, 
 #endif
 }
 
+// ---------------------------------------------------------------- DETR
+
+// Work is split into blocks of about kBlockBytes of output claimed dynamically, as
+// for Swin; each pixel is a plain copy, so results do not depend on the schedule.
+template <class Body>
+inline void for_each_block(std::int64_t items, std::int64_t item_bytes, std::int64_t cost, Body&& body) {
+    const std::int64_t per_block = item_bytes >= kBlockBytes ? 1 : kBlockBytes / (item_bytes > 0 ? item_bytes : 1);
+    const std::int64_t blocks = (items + per_block - 1) / per_block;
+    const auto run_block = [&](std::int64_t block) {
+        const std::int64_t end = (block + 1) * per_block < items ? (block + 1) * per_block : items;
+        body(block * per_block, end);
+    };
+    const int threads = plan_threads(items, cost);
+    if (threads <= 1 || blocks <= 1) {
+        for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
+        return;
+    }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
+#else
+    for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
+#endif
+}
+
+template <class U>
+inline void copy_row(const U* __restrict src, U* __restrict dst, std::int64_t cs, std::int64_t n) {
+    if (cs == 1) {
+        std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(U));
+        return;
+    }
+    for (std::int64_t j = 0; j < n; ++j) dst[j * cs] = src[j];
+}
+
+// U is an unsigned integer of the element width: the gather never looks at values.
+template <class U>
+void detr(const DetrArgs& a, void* out_v, const RowLayout& ol) {
+    U* out = static_cast<U*>(out_v);
+    const U* yt = static_cast<const U*>(a.y_table);
+    const U* xt = static_cast<const U*>(a.x_table);
+    const std::int64_t f = a.feats, cs = ol.col_stride;
+    const std::int64_t items = ol.batches * a.rows;
+    for_each_block(items, 2 * f * static_cast<std::int64_t>(sizeof(U)), 2 * f, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t p = begin; p < end; ++p) {
+            U* dst = out + ol.batch_offsets[p / a.rows] + (p % a.rows) * ol.row_stride;
+            copy_row(yt + a.y_index[p % a.y_period] * f, dst, cs, f);
+            copy_row(xt + a.x_index[p % a.x_period] * f, dst + f * cs, cs, f);
+        }
+    });
+}
+
 template <class T>
 void bias_any(const SwinArgs& a, const void* x, const RowLayout* xl, void* out, const RowLayout& ol) {
     if (x) bias<true, T>(a, x, xl, out, ol);
@@ -124,8 +176,9 @@ void bias_any(const SwinArgs& a, const void* x, const RowLayout* xl, void* out, 
 
 }  // namespace
 
-extern const SwinKernels swin = {
+extern const VisionKernels vision = {
     {bias_any<float>, bias_any<double>, bias_any<half_t>, bias_any<bfloat16_t>},
+    {detr<std::uint8_t>, detr<std::uint16_t>, detr<std::uint32_t>, detr<std::uint64_t>},
 };
 
 POSENC_END_TARGET
