@@ -463,3 +463,18 @@ def test_detr_sine_is_transformers(normalize, scale, feats, temperature):
     np.testing.assert_allclose(posenc.detr_sine(shape=(3, 20, 30), num_pos_feats=feats, temperature=temperature,
                                                 normalize=normalize, scale=scale, dtype=np.float64),
                                theirs, rtol=0, atol=16 * np.finfo(np.float64).eps * max(max_angle, 1))
+
+
+# ---------------------------------------------------------------- docs/vision.md
+
+def test_docs_vision_examples_run():
+    import pathlib
+    import re
+
+    doc = pathlib.Path(__file__).resolve().parents[1] / "docs" / "vision.md"
+    if not doc.exists():
+        pytest.skip("docs/vision.md not found next to the tests")
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)
+    assert blocks
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"docs/vision.md[python block {i}]", "exec"), {})
