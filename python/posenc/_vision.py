@@ -85,7 +85,7 @@ def sinusoidal_nd(
     b = _checks.base(base)
     arr = _checks.as_array(coords, "coords")
     if arr.ndim < 1:
-        raise ValueError(f"coords must have shape [..., axes], got a scalar")
+        raise ValueError("coords must have shape [..., axes], got a scalar")
     if arr.shape[-1] != len(dims):
         raise ValueError(f"coords must have shape [..., {len(dims)}] (one column per entry of axes_dims), "
                          f"got shape {arr.shape}")

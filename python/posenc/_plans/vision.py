@@ -104,8 +104,10 @@ def swin_index(wh: int, ww: int) -> np.ndarray:
     tokens ``n = i·ww + j``: the relative coordinates of the window's tokens,
     shifted to start at 0, row offset first.
     """
-    i, j = np.divmod(np.arange(wh * ww, dtype=np.int64), ww)
-    return (i[:, None] - i[None, :] + (wh - 1)) * (2 * ww - 1) + (j[:, None] - j[None, :] + (ww - 1))
+    n = np.arange(wh * ww, dtype=np.int64)
+    i, j = n // ww, n % ww
+    index: np.ndarray = (i[:, None] - i[None, :] + (wh - 1)) * (2 * ww - 1) + (j[:, None] - j[None, :] + (ww - 1))
+    return index
 
 
 # ---------------------------------------------------------------- DETR
