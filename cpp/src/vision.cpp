@@ -75,52 +75,13 @@ inline void row(const T* x_t, std::int64_t xcs, const T* __restrict bias_t, T* o
     for (std::int64_t k = j; k < n; ++k) out[k * ocs] = kAdd ? Lane<T>::sum(x[k * xcs], bias[k]) : bias[k];
 }
 
-// Work items are (batch, row) pairs in memory order of a C-contiguous operand, in
-// blocks of about kBlockBytes of output that threads claim one after another
-// (dynamic: on a shared machine a slow thread takes fewer blocks). Every element
-// is computed the same way whichever thread takes it: results do not depend on the
-// schedule or the thread count.
+// Work items (rows of an operand, pixels) in memory order of a C-contiguous operand,
+// in blocks of about kBlockBytes of output that threads claim one after another
+// (dynamic: on a shared machine a slow thread takes fewer blocks). Every element is
+// computed the same way whichever thread takes it: results do not depend on the
+// schedule or the thread count. body(begin, end) runs items [begin, end).
 constexpr std::int64_t kBlockBytes = std::int64_t(1) << 17;
 
-template <bool kAdd, class T>
-void bias(const SwinArgs& a, const void* x_v, const RowLayout* xl, void* out_v, const RowLayout& ol) {
-    const T* x = static_cast<const T*>(x_v);
-    T* out = static_cast<T*>(out_v);
-    const T* lut = static_cast<const T*>(a.lut);
-    const std::int64_t ww = a.ww, n = a.wh * ww, lut_len = (2 * a.wh - 1) * ww;
-    const std::int64_t items = ol.batches * n;
-    const std::int64_t row_bytes = n * static_cast<std::int64_t>(sizeof(T));
-    const std::int64_t per_block = row_bytes >= kBlockBytes ? 1 : kBlockBytes / row_bytes;
-    const std::int64_t blocks = (items + per_block - 1) / per_block;
-    const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
-    const auto run_block = [&](std::int64_t block) {
-        const std::int64_t end = (block + 1) * per_block < items ? (block + 1) * per_block : items;
-        for (std::int64_t item = block * per_block; item < end; ++item) {
-            const std::int64_t b = item / n, n1 = item % n, i1 = n1 / ww, j1 = n1 % ww;
-            const T* src = lut + ((b % a.heads) * ww + j1) * lut_len + (a.wh - 1 - i1) * ww;
-            const T* xi = kAdd ? x + xl->batch_offsets[b] + n1 * xl->row_stride : nullptr;
-            T* oi = out + ol.batch_offsets[b] + n1 * ol.row_stride;
-            if (contiguous) row<kAdd, true>(xi, 1, src, oi, 1, n);
-            else row<kAdd, false>(xi, kAdd ? xl->col_stride : 0, src, oi, ol.col_stride, n);
-        }
-    };
-    const int threads = plan_threads(items, n);
-    if (threads <= 1 || blocks <= 1) {
-        for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
-        return;
-    }
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
-#else
-    for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
-#endif
-}
-
-// ---------------------------------------------------------------- DETR
-
-// Work is split into blocks of about kBlockBytes of output claimed dynamically, as
-// for Swin; each pixel is a plain copy, so results do not depend on the schedule.
 template <class Body>
 inline void for_each_block(std::int64_t items, std::int64_t item_bytes, std::int64_t cost, Body&& body) {
     const std::int64_t per_block = item_bytes >= kBlockBytes ? 1 : kBlockBytes / (item_bytes > 0 ? item_bytes : 1);
@@ -141,6 +102,27 @@ inline void for_each_block(std::int64_t items, std::int64_t item_bytes, std::int
     for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
 #endif
 }
+
+template <bool kAdd, class T>
+void bias(const SwinArgs& a, const void* x_v, const RowLayout* xl, void* out_v, const RowLayout& ol) {
+    const T* x = static_cast<const T*>(x_v);
+    T* out = static_cast<T*>(out_v);
+    const T* lut = static_cast<const T*>(a.lut);
+    const std::int64_t ww = a.ww, n = a.wh * ww, lut_len = (2 * a.wh - 1) * ww;
+    const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
+    for_each_block(ol.batches * n, n * static_cast<std::int64_t>(sizeof(T)), n, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t item = begin; item < end; ++item) {
+            const std::int64_t b = item / n, n1 = item % n, i1 = n1 / ww, j1 = n1 % ww;
+            const T* src = lut + ((b % a.heads) * ww + j1) * lut_len + (a.wh - 1 - i1) * ww;
+            const T* xi = kAdd ? x + xl->batch_offsets[b] + n1 * xl->row_stride : nullptr;
+            T* oi = out + ol.batch_offsets[b] + n1 * ol.row_stride;
+            if (contiguous) row<kAdd, true>(xi, 1, src, oi, 1, n);
+            else row<kAdd, false>(xi, kAdd ? xl->col_stride : 0, src, oi, ol.col_stride, n);
+        }
+    });
+}
+
+// ---------------------------------------------------------------- DETR
 
 template <class U>
 inline void copy_row(const U* __restrict src, U* __restrict dst, std::int64_t cs, std::int64_t n) {
