@@ -478,3 +478,18 @@ def test_docs_vision_examples_run():
     assert blocks
     for i, block in enumerate(blocks):
         exec(compile(block, f"docs/vision.md[python block {i}]", "exec"), {})
+
+
+# ---------------------------------------------------------------- posenc plot
+
+@pytest.mark.parametrize("kind", ["swin", "detr"])
+def test_plot_vision_heatmaps(tmp_path, capsys, kind):
+    pytest.importorskip("matplotlib")
+    from posenc import __main__ as cli
+
+    assert cli.main(["plot", kind, "-o", str(tmp_path / f"{kind}.png")]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == f"wrote {tmp_path / f'{kind}.png'}"
+    assert (tmp_path / f"{kind}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert cli.main(["plot", kind, "--figure", "similarity", "-o", str(tmp_path / "x.png")]) == 2
+    assert "heatmap figure only" in capsys.readouterr().err
