@@ -6,4 +6,6 @@ passes the plan's arrays to one kernel and returns. No validation happens
 here (the plan is valid) and no maths beyond what a kernel's argument needs.
 """
 
-from . import sinusoidal, vision  # noqa: F401 (each module registers its family's executors)
+from . import sinusoidal  # noqa: F401 (each module registers its family's executors)
+from . import relative  # noqa: F401
+from . import vision  # noqa: F401
