@@ -12,11 +12,11 @@ public ones themselves.
 from typing import Any, List
 
 from . import _sinusoidal  # noqa: F401 (each module registers its family's executors)
+from . import _learned  # noqa: F401
 from . import _relative  # noqa: F401
 from . import _vision  # noqa: F401
 
 # Families not yet built from plans keep their hand-written twins (transitional).
-from ._learned import embedding_add, embedding_grad, embedding_lookup, resize_table, resize_table_2d  # noqa: E402
 from ._rope import apply_rope, apply_rope_qk, positions_from_cu_seqlens, rope_cos_sin, rope_inv_freq  # noqa: E402
 
 
