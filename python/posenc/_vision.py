@@ -175,7 +175,7 @@ def sincos_2d(
     >>> [float(v) for v in pe[0]]  # the extra token's row
     [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     >>> [round(float(v), 4) for v in pe[1 + 1 * 3 + 2]]  # patch (1, 2): column 2 first, then row 1
-    [0.9093, 0.02, -0.4161, 0.9998, 0.8415, 0.01, 0.5403, 1.0]
+    [0.9093, 0.02, -0.4161, 0.9998, 0.8415, 0.01, 0.5403, 0.9999]
     """
     dim = _checks.integer(embed_dim, "embed_dim", minimum=1)
     if dim % 4:
