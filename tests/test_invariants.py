@@ -48,6 +48,12 @@ for _a in (X, SCORES, TABLE, POS):
     _a.flags.writeable = False
 
 X32 = X.reshape(4, 512, 512)
+SWIN_SCORES = _rng.standard_normal((32, 4, 49, 49)).astype(np.float32)  # [windows, heads, N, N], window 7
+SWIN_SCORES.flags.writeable = False
+DETR_VALID = np.ones((4, 64, 96), bool)  # a ragged padding mask
+for _b, (_h, _w) in enumerate([(64, 50), (30, 96), (64, 96), (10, 7)]):
+    DETR_VALID[_b, _h:, :] = DETR_VALID[_b, :, _w:] = False
+DETR_VALID.flags.writeable = False
 GRID = np.ascontiguousarray(TABLE.reshape(32, 64, 64)[:16])
 
 
@@ -79,6 +85,11 @@ KERNEL_CALLS: Dict[str, Callable[[Any], Any]] = {
     "embedding_grad": lambda out: posenc.embedding_grad(X32[..., :64], POS, 2048),
     "resize_table": lambda out: posenc.resize_table(TABLE, 3000),
     "resize_table_2d": lambda out: posenc.resize_table_2d(GRID.transpose(1, 2, 0), 90, 100),
+    "sinusoidal_nd": lambda out: posenc.sinusoidal_nd(POS.reshape(-1, 2), (64, 128), out=out),
+    "sincos_2d": lambda out: posenc.sincos_2d(768, (48, 64), extra_tokens=1, base_size=16, out=out),
+    "swin_bias": lambda out: posenc.swin_bias(TABLE[:23 * 23, :8], 12, out=out),
+    "add_swin_bias": lambda out: posenc.add_swin_bias(SWIN_SCORES, TABLE[:13 * 13, :4], 7, out=out),
+    "detr_sine": lambda out: posenc.detr_sine(DETR_VALID, normalize=True, out=out),
 }
 AVAILABLE = KERNEL_CALLS
 

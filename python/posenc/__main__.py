@@ -147,11 +147,12 @@ def parser() -> argparse.ArgumentParser:
     table.add_argument("-o", "--output", default="table.npy")
     table.set_defaults(run=_table)
 
-    from ._plot import FIGURES, KINDS
+    from ._plot import FIGURES, KINDS, VISION_KINDS
 
     plot = sub.add_parser("plot", help="PNG figures: table heatmap, similarity vs distance, RoPE spectrum")
-    plot.add_argument("kind", choices=list(KINDS) + ["all"], metavar="KIND",
-                      help=f"one of {', '.join(KINDS)}, or all (every similarity curve in one figure)")
+    plot.add_argument("kind", choices=list(KINDS) + list(VISION_KINDS) + ["all"], metavar="KIND",
+                      help=f"one of {', '.join(list(KINDS) + list(VISION_KINDS))}, or all (every similarity "
+                           "curve in one figure); swin and detr have the heatmap only")
     plot.add_argument("-o", "--output", default=None,
                       help="the PNG (several figures: FILE's stem + _heatmap/_similarity/_spectrum); default KIND.png")
     plot.add_argument("--figure", default="all", choices=list(FIGURES) + ["all"])
