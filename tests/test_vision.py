@@ -13,12 +13,7 @@ from posenc._rounding import round_once
 
 from helpers import FLOAT_DTYPES, assert_close_to_float64, optional, strided_view
 
-diffusers_embeddings = None
-if optional("diffusers") is not None:
-    try:
-        from diffusers.models import embeddings as diffusers_embeddings  # noqa: F811
-    except Exception:  # noqa: BLE001 - a broken optional install: its tests skip
-        diffusers_embeddings = None
+diffusers_embeddings = optional("diffusers.models.embeddings")
 
 
 # ---------------------------------------------------------------- independent closed forms
