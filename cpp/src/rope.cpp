@@ -11,12 +11,14 @@
 //
 // Precision: float64, float16 and bfloat16 data rotate in float64 and are
 // rounded once. float32 data rotate in float32, with cos/sin rounded to
-// float32 once: each output is u·c − v·s with |c|, |s| ≤ 1 off by at most
-// 2^-25 each, and two roundings of the products, so the error is below
-// ~3·2^-24·max(|u|, |v|) (≈ 2e-7 for inputs of magnitude 1) at any position,
-// against the 4e-6 target; the angles themselves are exact to ~1e-9 rad at
-// positions of 2^23. Doing the float32 rotation in float32 halves the
-// register width per element and keeps the loop at memory speed.
+// float32 once: each output is u·c − v·s where c and s carry one rounding
+// each (relative 2^-24), the two products one each and the difference one
+// (no FMA: every path rounds alike, see CMakeLists.txt), so the error is
+// below 3·2^-24·sqrt(u² + v²) (|c|, |s| ≤ 1 and |u·c| + |v·s| ≤ sqrt(u² + v²))
+// — about 2.5e-7 for inputs of magnitude 1 — at any position; the angles
+// themselves are exact to ~1e-9 rad at positions of 2^23. Doing the float32
+// rotation in float32 halves the register width per element and keeps the
+// loop at memory speed.
 #include "posenc/rope.hpp"
 
 #include "posenc/angles.hpp"
