@@ -29,11 +29,11 @@ def test_kernel(benchmark, record, quick, family, index, dtype, impl):
         pytest.skip(f"{family} has no case {index} at {dtype}")
     case = built[index]
     benchmark.group = f"{case.name} {case.dtype}"
-    if impl == "posenc":
-        benchmark(case.posenc)
-        record(case)
-        return
-    fn = case.baselines.get(impl)
+    fn = case.posenc if impl == "posenc" else case.baselines.get(impl)
     if fn is None:
         pytest.skip(f"no {impl} baseline here" + ("" if torch is not None or impl == "numpy" else " (PyTorch absent)"))
-    benchmark.pedantic(fn, rounds=3, warmup_rounds=1)
+    reset = case.reset()  # in place: every round starts from the same operand
+    rounds = 15 if impl == "posenc" else 3
+    benchmark.pedantic(fn, setup=reset, rounds=rounds, warmup_rounds=1)
+    if impl == "posenc":
+        record(case)

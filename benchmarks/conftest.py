@@ -53,7 +53,8 @@ def record(benchmark):
         if benchmark.stats is None or benchmark.disabled:
             return
         best = benchmark.stats.stats.min
-        ceiling_s = timing.measure({"ceiling": timing.ceiling(case.ceiling, case.target)}, repeat=15)["ceiling"]
+        ceiling_s = timing.measure({"ceiling": timing.ceiling(case.ceiling, case.target)}, repeat=15,
+                                   reset=case.reset())["ceiling"]
         benchmark.extra_info.update(gb_per_s=round(case.nbytes / best / 1e9, 2), ceiling_ms=round(ceiling_s * 1e3, 4),
                                     fraction_of_ceiling=round(ceiling_s / best, 3))
 

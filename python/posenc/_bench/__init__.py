@@ -96,7 +96,7 @@ def run(quick: bool = False, repeat: int = 10, only: Optional[str] = None, strea
                     fns = {"posenc": case.posenc, "ceiling": ceiling(case.ceiling, case.target)}
                     if baselines:
                         fns.update({f"base {k}": fn for k, fn in case.baselines.items()})
-                    best = measure(fns, repeat)
+                    best = measure(fns, repeat, reset=case.reset())
                     row = dict(case=case.name, kernel=case.kernel, dtype=case.dtype, isa=native.active_isa(),
                                threads=threads, posenc_s=best["posenc"], ceiling=case.ceiling,
                                ceiling_s=best["ceiling"], nbytes=case.nbytes,

@@ -51,6 +51,13 @@ class Case(NamedTuple):
     def name(self) -> str:
         return f"{self.kernel} {self.shape}"
 
+    def reset(self) -> Optional[Timed]:
+        """For in-place cases: restores the operand to its first values (run, untimed, before each timed call)."""
+        if self.ceiling != "rmw":
+            return None
+        pristine = self.target.copy()
+        return lambda: np.copyto(self.target, pristine)
+
 
 def dtype_of(name: str) -> np.dtype:
     """float32, float64, float16, or bfloat16 (ml_dtypes)."""

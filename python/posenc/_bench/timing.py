@@ -16,7 +16,8 @@ import numpy as np
 Timed = Callable[[], object]
 
 
-def measure(fns: Dict[str, Timed], repeat: int, budget: float = 2.0, pause: float = 0.002) -> Dict[str, float]:
+def measure(fns: Dict[str, Timed], repeat: int, budget: float = 2.0, pause: float = 0.002,
+            reset: Optional[Timed] = None) -> Dict[str, float]:
     """Fastest time in seconds of each function, over up to ``repeat`` interleaved rounds.
 
     A function leaves the rotation once it has run ``repeat`` times or spent
@@ -27,15 +28,24 @@ def measure(fns: Dict[str, Timed], repeat: int, budget: float = 2.0, pause: floa
     for a while after a parallel region, and PyTorch's pool and posenc's are
     two runtimes, so without the pause one library's spinning workers would
     steal the cores the next timed call needs.
+
+    ``reset`` (untimed) runs before every run: in-place work restores its
+    operand, so repeated adds do not drift the data toward infinity (float16
+    overflows within a few hundred ALiBi adds, and a kernel's speed may
+    depend on its data).
     """
     best = {name: float("inf") for name in fns}
     spent = {name: 0.0 for name in fns}
     runs = {name: 0 for name in fns}
     for fn in fns.values():
+        if reset is not None:
+            reset()
         fn()
     active = list(fns)
     while active:
         for name in list(active):
+            if reset is not None:
+                reset()
             time.sleep(pause)
             t0 = time.perf_counter()
             fns[name]()
