@@ -169,24 +169,26 @@ def as_array(value: Any, name: str) -> np.ndarray:
     try:
         return np.asarray(value)
     except Exception as exc:  # noqa: BLE001 - re-raised with the argument's name
-        view = _torch_bfloat16(value)
+        view = _torch_bfloat16(value, name)
         if view is not None:
             return view
         raise TypeError(f"{name} must be array-like, got {type(value).__name__}: {exc}") from None
 
 
-def _torch_bfloat16(value: Any) -> Optional[np.ndarray]:
+def _torch_bfloat16(value: Any, name: str) -> Optional[np.ndarray]:
     """A CPU ``torch.bfloat16`` tensor as an ml_dtypes bfloat16 view of its memory (no copy).
 
     Neither NumPy's ``__array__`` path nor its DLPack import knows bfloat16;
     the tensor's bits are read as int16 and reinterpreted.
     """
-    if BFLOAT16 is None or type(value).__module__.split(".")[0] != "torch":
+    if type(value).__module__.split(".")[0] != "torch":
         return None
     import torch
 
     if not isinstance(value, torch.Tensor) or value.dtype != torch.bfloat16 or value.device.type != "cpu":
         return None
+    if BFLOAT16 is None:  # the feature needs ml_dtypes: say so rather than fail on NumPy's message
+        raise TypeError(f"{name} is a torch.bfloat16 tensor, which needs ml_dtypes: pip install 'posenc[bfloat16]'")
     return np.asarray(value.detach().view(torch.int16).numpy()).view(BFLOAT16)
 
 
