@@ -451,3 +451,192 @@ mrope_section, mrope_interleaved
 
     return da.map_blocks(block_positions, xd, ext, dtype=xd.dtype,
                          meta=np.empty((0,) * xd.ndim, xd.dtype))
+
+
+# ---------------------------------------------------------------- learned
+
+def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any:
+    """Lazy :func:`posenc.embedding_add` (``x + table[positions]``) of a dask array ``x``, block by block.
+
+    Parameters
+    ----------
+    x : dask array (or array_like) of shape [..., dim], floating
+        A chunked feature (last) axis is rechunked to one chunk.
+    table : array_like of shape [num_positions, dim], x's dtype
+        A NumPy table (it goes into the graph once, beside every task).
+    positions : array_like or dask array of integers
+        Shape ``x.shape[:-1]`` or a trailing part of it, as in
+        :func:`posenc.embedding_add`. A NumPy array is checked whole now (range
+        too); a dask array is used lazily, aligned with (rechunked to) x's
+        chunks on those axes: its shape is checked now, its values when its
+        blocks are computed (the same ``IndexError``, naming the entry within
+        the block).
+    out : None
+        Not supported (a lazy result): store it with ``dask.array.store``.
+
+    Returns
+    -------
+    dask.array.Array of x's shape and dtype
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np, posenc, posenc.dask
+    >>> table = np.arange(20, dtype=np.float32).reshape(10, 2)
+    >>> x = da.ones((4, 6, 2), np.float32, chunks=(2, 3, 2))
+    >>> y = posenc.dask.embedding_add(x, table, [9, 8, 7, 6, 5, 4])
+    >>> y.compute()[3, 0].tolist()
+    [19.0, 20.0]
+    """
+    _no_out(out)
+    xd = _whole_last_axis(_dask_array(x, "x"))
+    if xd.ndim < 1:
+        raise ValueError("x must have shape [..., dim], got a scalar")
+    if isinstance(table, da.Array):
+        raise TypeError("table must be a NumPy array (array_like), not a dask array: compute it first")
+    tab = _checks.as_array(table, "table")
+    lead = tuple(xd.shape[:-1])
+    # dtype, dim and table checks: the in-memory call on zero rows of x.
+    _posenc.embedding_add(_zeros((0, xd.shape[-1]), xd.dtype), tab, np.zeros(0, np.intp))
+    if isinstance(positions, da.Array):
+        if positions.dtype.kind not in "iu":
+            raise TypeError(f"positions must be integers, got dtype {positions.dtype}")
+        k = positions.ndim
+        if k > len(lead) or tuple(positions.shape) != lead[len(lead) - k:]:
+            raise ValueError(f"positions must have shape x.shape[:-1] = {lead} or a trailing part of it, "
+                             f"got shape {tuple(positions.shape)}")
+        pd = positions.rechunk(xd.chunks[xd.ndim - 1 - k:xd.ndim - 1])[(..., None)]
+
+        def block_lazy(xb: np.ndarray, pb: np.ndarray) -> np.ndarray:
+            return _one_thread(lambda: _posenc.embedding_add(xb, tab, pb[..., 0]))  # type: ignore[no-any-return]
+
+        return da.map_blocks(block_lazy, xd, pd, dtype=xd.dtype, meta=np.empty((0,) * xd.ndim, xd.dtype))
+    pos = _checks.as_array(positions, "positions")
+    # Shape against the whole x, integer kind and range: the in-memory call on x with no features.
+    _posenc.embedding_add(np.broadcast_to(_zeros((), xd.dtype), lead + (0,)), tab[:, :0], pos)
+    k = pos.ndim
+
+    def block(xb: np.ndarray, block_info: Optional[Dict[Any, Any]] = None) -> np.ndarray:
+        loc = _location(block_info)[xd.ndim - 1 - k:xd.ndim - 1]
+        pb = pos[tuple(slice(a, b) for a, b in loc)]
+        return _one_thread(lambda: _posenc.embedding_add(xb, tab, pb))  # type: ignore[no-any-return]
+
+    return da.map_blocks(block, xd, dtype=xd.dtype, meta=np.empty((0,) * xd.ndim, xd.dtype))
+
+
+# ---------------------------------------------------------------- relative biases
+
+def _scores(scores: Any) -> Any:
+    sd = _dask_array(scores, "scores")
+    if sd.ndim < 3:
+        raise ValueError(f"scores must have shape [..., heads, q, k], got shape {sd.shape}")
+    if sd.shape[-3] == 0:
+        raise ValueError(f"scores must have at least one head (scores.shape[-3] == 0), got shape {sd.shape}")
+    return sd
+
+
+def _relative_blocks(sd: Any, run: Callable[[np.ndarray, int, int, int, int], Any]) -> Any:
+    """map_blocks of ``run(block, h0, h1, q0, k0)``: the block's first head, query and key in the whole array."""
+    nd = sd.ndim
+
+    def block(sb: np.ndarray, block_info: Optional[Dict[Any, Any]] = None) -> np.ndarray:
+        loc = _location(block_info)
+        (h0, h1), (q0, _), (k0, _) = loc[nd - 3], loc[nd - 2], loc[nd - 1]
+        return _one_thread(lambda: run(sb, h0, h1, q0, k0))  # type: ignore[no-any-return]
+
+    return da.map_blocks(block, sd, dtype=sd.dtype, meta=np.empty((0,) * nd, sd.dtype))
+
+
+def add_alibi(scores: Any, *, offset: int = 0, symmetric: bool = False, slopes: Any = None, out: Any = None) -> Any:
+    """Lazy :func:`posenc.add_alibi` of dask ``scores`` ``[..., heads, q, k]``, chunked along any axis.
+
+    A block of queries ``q0..`` and keys ``k0..`` is the in-memory call with
+    ``offset + q0 - k0`` (query i of the block sits at ``offset + q0 + i``,
+    key j at ``k0 + j``), and a block of heads ``h0..h1`` gets the slopes of
+    those heads of the whole array (the default slopes depend on the total
+    head count).
+
+    Parameters
+    ----------
+    scores : dask array (or array_like) of shape [..., heads, q, k], floating
+    offset, symmetric, slopes
+        As in :func:`posenc.add_alibi`.
+    out : None
+        Not supported (a lazy result): store it with ``dask.array.store``.
+
+    Returns
+    -------
+    dask.array.Array of the scores' shape and dtype
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np, posenc, posenc.dask
+    >>> s = np.random.default_rng(0).standard_normal((2, 8, 64, 64)).astype(np.float32)
+    >>> y = posenc.dask.add_alibi(da.from_array(s, chunks=(1, 3, 20, 24)), offset=10)
+    >>> bool(np.array_equal(y.compute(), posenc.add_alibi(s, offset=10)))
+    True
+    """
+    _no_out(out)
+    sd = _scores(scores)
+    heads = sd.shape[-3]
+    if slopes is None:
+        values = _posenc.alibi_slopes(heads, dtype=np.float64)
+    else:
+        if isinstance(slopes, da.Array):
+            raise TypeError("slopes must be a NumPy array (array_like), not a dask array")
+        values = _checks.as_array(slopes, "slopes")
+    # Every check with the whole head count: the in-memory call on one query and key per head.
+    _posenc.add_alibi(_zeros((heads, 1, 1), sd.dtype), offset=offset, symmetric=symmetric, slopes=slopes)
+    start = int(offset)
+
+    def run(sb: np.ndarray, h0: int, h1: int, q0: int, k0: int) -> Any:
+        return _posenc.add_alibi(sb, offset=start + q0 - k0, symmetric=symmetric, slopes=values[h0:h1])
+
+    return _relative_blocks(sd, run)
+
+
+def add_t5_bias(scores: Any, table: Any, *, offset: int = 0, bidirectional: bool = True, max_distance: int = 128,
+                out: Any = None) -> Any:
+    """Lazy :func:`posenc.add_t5_bias` of dask ``scores`` ``[..., heads, q, k]``, chunked along any axis.
+
+    A block of queries ``q0..`` and keys ``k0..`` is the in-memory call with
+    ``offset + q0 - k0``; a block of heads ``h0..h1`` uses the table's columns
+    ``h0..h1``.
+
+    Parameters
+    ----------
+    scores : dask array (or array_like) of shape [..., heads, q, k], floating
+    table : array_like of shape [num_buckets, heads], floating
+        A NumPy table (it goes into the graph once).
+    offset, bidirectional, max_distance
+        As in :func:`posenc.add_t5_bias`.
+    out : None
+        Not supported (a lazy result): store it with ``dask.array.store``.
+
+    Returns
+    -------
+    dask.array.Array of the scores' shape and dtype
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np, posenc, posenc.dask
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.standard_normal((2, 4, 50, 70)).astype(np.float32)
+    >>> table = rng.standard_normal((32, 4)).astype(np.float32)
+    >>> y = posenc.dask.add_t5_bias(da.from_array(s, chunks=(1, 3, 16, 16)), table, offset=20)
+    >>> bool(np.array_equal(y.compute(), posenc.add_t5_bias(s, table, offset=20)))
+    True
+    """
+    _no_out(out)
+    sd = _scores(scores)
+    if isinstance(table, da.Array):
+        raise TypeError("table must be a NumPy array (array_like), not a dask array: compute it first")
+    tab = _checks.as_array(table, "table")
+    _posenc.add_t5_bias(_zeros((sd.shape[-3], 1, 1), sd.dtype), tab, offset=offset, bidirectional=bidirectional,
+                        max_distance=max_distance)
+    start = int(offset)
+
+    def run(sb: np.ndarray, h0: int, h1: int, q0: int, k0: int) -> Any:
+        return _posenc.add_t5_bias(sb, tab[:, h0:h1], offset=start + q0 - k0, bidirectional=bidirectional,
+                                   max_distance=max_distance)
+
+    return _relative_blocks(sd, run)
