@@ -160,12 +160,38 @@ def _anchored(xb: np.ndarray, axis: int, first: int, call: Callable[[np.ndarray,
     return result
 
 
+def _canonical(positions: np.ndarray) -> np.ndarray:
+    """A block of integer positions, contiguous and with NumPy's own dtype object.
+
+    Works around a posenc.embedding_add quirk: a non-contiguous slice of an
+    int64 array whose dtype object is not NumPy's singleton (any array
+    unpickled on a dask.distributed worker) is refused by the native binding
+    (its dtype test compares objects). Positions are small next to x.
+    """
+    return np.ascontiguousarray(positions, dtype=np.dtype(positions.dtype.str))
+
+
 def _location(block_info: Optional[Dict[Any, Any]], index: int = 0) -> List[Tuple[int, int]]:
     assert block_info is not None
     return list(block_info[index]["array-location"])
 
 
 # ---------------------------------------------------------------- sinusoidal
+
+def _row_chunks(chunks: Any, n: int, dim: int, dtype: np.dtype) -> Tuple[int, ...]:
+    """The row chunks of an [n, dim] table: "auto", rows per block (>= 1), or block sizes summing to n."""
+    if isinstance(chunks, str):
+        if chunks != "auto":
+            raise ValueError(f"chunks must be 'auto', an int >= 1 or a tuple of block sizes, got {chunks!r}")
+        return tuple(da.core.normalize_chunks(("auto", dim), (n, dim), dtype=dtype)[0]) if n else (0,)
+    if isinstance(chunks, (tuple, list)):
+        sizes = tuple(_checks.integer(c, "chunks", minimum=0) for c in chunks)
+        if sum(sizes) != n:
+            raise ValueError(f"chunks must sum to the {n} rows of the table, got {sizes}")
+        return sizes
+    step = _checks.integer(chunks, "chunks", minimum=1)
+    return tuple(min(step, n - r) for r in range(0, n, step)) or (0,)
+
 
 def sinusoidal(
     positions: Any,
@@ -185,9 +211,9 @@ def sinusoidal(
     positions, dim, base, interleaved, freq_rule, dtype
         As in :func:`posenc.sinusoidal` (positions: an int ``n`` or a 1-D
         array_like; a dask array is computed first, it is small).
-    chunks : int, tuple or "auto"
-        Rows per block (Dask's ``normalize_chunks`` rules for the row axis;
-        the feature axis is always one chunk).
+    chunks : int, tuple of int or "auto"
+        Rows per block, or each block's rows (summing to ``n``), or "auto"
+        (Dask's ``array.chunk-size``). The feature axis is always one chunk.
     out : None
         Not supported (a lazy result): store it with ``dask.array.store``.
 
@@ -214,9 +240,7 @@ def sinusoidal(
     dim = _checks.even_dim(dim)
     _checks.result_size((n, dim), dt, "the table")
     values = np.arange(n, dtype=np.float64) if pos is None else pos
-    if isinstance(chunks, (tuple, list)) and len(chunks) == 2:
-        chunks = chunks[0]
-    rows = da.core.normalize_chunks((chunks,), (n,), dtype=dt, limit=None)[0] if n else (0,)
+    rows = _row_chunks(chunks, n, dim, dt)
 
     def block(block_info: Optional[Dict[Any, Any]] = None) -> np.ndarray:
         (start, stop), _ = _location(block_info, None)
@@ -283,6 +307,8 @@ def add_sinusoidal(
         if values is None:
             values = np.arange(n, dtype=np.float64)
     start = _checks.offset(offset, seq)
+    if values is not None and start != 0:
+        raise ValueError("give either positions or offset, not both")
     # Everything else (dtype, dim, base, interleaved, scale, offset/positions
     # together): the in-memory call on one row of zeros.
     _posenc.add_sinusoidal(_zeros((1, dim), xd.dtype), offset=0 if values is not None else start,
@@ -507,7 +533,7 @@ def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any
         pd = positions.rechunk(xd.chunks[xd.ndim - 1 - k:xd.ndim - 1])[(..., None)]
 
         def block_lazy(xb: np.ndarray, pb: np.ndarray) -> np.ndarray:
-            return _one_thread(lambda: _posenc.embedding_add(xb, tab, pb[..., 0]))  # type: ignore[no-any-return]
+            return _one_thread(lambda: _posenc.embedding_add(xb, tab, _canonical(pb[..., 0])))  # type: ignore[no-any-return]
 
         return da.map_blocks(block_lazy, xd, pd, dtype=xd.dtype, meta=np.empty((0,) * xd.ndim, xd.dtype))
     pos = _checks.as_array(positions, "positions")
@@ -517,7 +543,7 @@ def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any
 
     def block(xb: np.ndarray, block_info: Optional[Dict[Any, Any]] = None) -> np.ndarray:
         loc = _location(block_info)[xd.ndim - 1 - k:xd.ndim - 1]
-        pb = pos[tuple(slice(a, b) for a, b in loc)]
+        pb = _canonical(pos[tuple(slice(a, b) for a, b in loc)])
         return _one_thread(lambda: _posenc.embedding_add(xb, tab, pb))  # type: ignore[no-any-return]
 
     return da.map_blocks(block, xd, dtype=xd.dtype, meta=np.empty((0,) * xd.ndim, xd.dtype))
