@@ -31,8 +31,10 @@ def threaded(arr):
 
 
 def chunking(shape, draw):
-    """Random chunk sizes, one per axis (1 .. the axis' length)."""
-    return tuple(draw(st.integers(1, max(n, 1))) for n in shape)
+    """Random chunk sizes, one per axis: one axis (drawn) finely chunked, the others in at most 3 blocks,
+    so that a graph stays at a few hundred tasks (test time) while every axis gets split somewhere."""
+    fine = draw(st.integers(0, len(shape) - 1))
+    return tuple(draw(st.integers(max(1, -(-n // (25 if a == fine else 3))), max(n, 1))) for a, n in enumerate(shape))
 
 
 def dtypes():
@@ -186,6 +188,9 @@ def test_sequence_blocks_off_the_anchor_rows_need_the_scratch():
     whole = posenc.add_sinusoidal(x, offset=1000)
     assert not np.array_equal(naive, whole)
     same(threaded(pdask.add_sinusoidal(da.from_array(x, chunks=(1, 37, 64)), offset=1000)), whole)
+    same(threaded(pdask.add_sinusoidal(da.from_array(x, chunks=(1, 1, 64)), offset=1000)), whole)  # one row each
+    same(threaded(pdask.apply_rope(da.from_array(x.reshape(1, 200, 4, 16), chunks=(1, 1, 4, 16)), offset=1000)),
+         posenc.apply_rope(x.reshape(1, 200, 4, 16), offset=1000))
 
 
 # ---------------------------------------------------------------- laziness, inputs, chunked last axis

@@ -239,7 +239,7 @@ def sinusoidal(
     dt = _checks.float_dtype(dtype)
     dim = _checks.even_dim(dim)
     _checks.result_size((n, dim), dt, "the table")
-    values = np.arange(n, dtype=np.float64) if pos is None else pos
+    values = pos  # None: row r has position r (never materialised: n may exceed memory)
     rows = _row_chunks(chunks, n, dim, dt)
 
     def block(block_info: Optional[Dict[Any, Any]] = None) -> np.ndarray:
@@ -247,7 +247,8 @@ def sinusoidal(
         first = start - start % ANCHOR_ROWS
         # The table kernel anchors at local multiples of ANCHOR_ROWS: start
         # the block at the previous global multiple and drop the extra rows.
-        table = _one_thread(lambda: _posenc.sinusoidal(values[first:stop], dim, base=base, interleaved=interleaved,
+        rows = np.arange(first, stop, dtype=np.float64) if values is None else values[first:stop]
+        table = _one_thread(lambda: _posenc.sinusoidal(rows, dim, base=base, interleaved=interleaved,
                                                         freq_rule=freq_rule, dtype=dt))
         return np.asarray(table[start - first:])
 
