@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 import posenc
 
 da = pytest.importorskip("dask.array", reason="posenc.dask needs Dask (pip install 'posenc[dask]')")
-import dask  # noqa: E402
 
 import posenc.dask as pdask  # noqa: E402
 

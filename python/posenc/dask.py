@@ -48,13 +48,14 @@ Not here yet: ``apply_rope_nd`` (no in-memory function yet).
 
 from __future__ import annotations
 
+import importlib
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-try:
-    import dask.array as da
+try:  # Dask has no type annotations: its module is Any here (mypy --strict, with or without Dask)
+    da: Any = importlib.import_module("dask.array")
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError("posenc.dask needs Dask: pip install 'posenc[dask]' (or 'dask[array]')") from error
 
@@ -82,11 +83,11 @@ def _one_thread(run: Callable[[], Any]) -> Any:
         return run()
     if not _controller:
         try:
-            from threadpoolctl import ThreadpoolController
+            threadpoolctl: Any = importlib.import_module("threadpoolctl")  # untyped
         except ImportError:  # pragma: no cover - threadpoolctl comes with the extra
             _controller.append(None)
         else:
-            _controller.append(ThreadpoolController())
+            _controller.append(threadpoolctl.ThreadpoolController())
     controller = _controller[0]
     if controller is None:  # pragma: no cover
         return run()
@@ -127,7 +128,8 @@ def _zeros(shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
 def _take(a: np.ndarray, axis: int, start: int, stop: int) -> np.ndarray:
     index: List[Any] = [slice(None)] * a.ndim
     index[axis] = slice(start, stop)
-    return a[tuple(index)]
+    view: np.ndarray = a[tuple(index)]
+    return view
 
 
 def _anchored(xb: np.ndarray, axis: int, first: int, call: Callable[[np.ndarray, Any, int, int], Any]) -> np.ndarray:
@@ -171,7 +173,7 @@ def _canonical(positions: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(positions, dtype=np.dtype(positions.dtype.str))
 
 
-def _location(block_info: Optional[Dict[Any, Any]], index: int = 0) -> List[Tuple[int, int]]:
+def _location(block_info: Optional[Dict[Any, Any]], index: Optional[int] = 0) -> List[Tuple[int, int]]:
     assert block_info is not None
     return list(block_info[index]["array-location"])
 
