@@ -78,3 +78,12 @@ def assert_close_to_float64(actual: np.ndarray, exact: np.ndarray, atol_f64: flo
     err = np.abs(actual64 - exact)
     bad = err > tol
     assert not bad.any(), f"{bad.sum()} elements off; worst {err.max():.3g} at {np.unravel_index(err.argmax(), err.shape)}"
+
+
+# --- added by learned
+def assert_bitwise_equal(got: np.ndarray, expected: np.ndarray) -> None:
+    """Same shape, dtype and bit patterns (signed zeros and NaN payloads included)."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.dtype == expected.dtype and got.shape == expected.shape, (got.dtype, got.shape, expected.dtype, expected.shape)
+    unsigned = f"u{got.dtype.itemsize}"
+    np.testing.assert_array_equal(np.ascontiguousarray(got).view(unsigned), np.ascontiguousarray(expected).view(unsigned))

@@ -49,7 +49,8 @@ def spec_set_num_threads() -> Spec:
     return s
 
 
-_DEFAULT_THREADS = posenc.get_num_threads()  # at import, before any test sets a count
+# OpenMP's default, read at import before any test sets a count (native even on the reference backend).
+_DEFAULT_THREADS = posenc._backend.native.get_num_threads() if NATIVE else 1
 
 
 def _default_threads(result: Any) -> None:

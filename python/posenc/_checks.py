@@ -348,14 +348,7 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
         return True
 
 
-def aligned(arr: np.ndarray) -> bool:
-    """Whether the kernels can address ``arr`` element by element.
-
-    NumPy's ALIGNED flag covers the data pointer and every stride; for the
-    float types posenc handles the alignment equals the itemsize.
-    """
-    return bool(arr.flags.aligned)
-
-
-# Moved to _rounding (shared maths, not validation); kept here until every family imports it from there.
-from ._rounding import round_once  # noqa: E402,F401
+def disjoint(a: np.ndarray, a_name: str, b: np.ndarray, b_name: str) -> None:
+    """Refuse two operands that may share memory (an ``out`` and another call's operand, or two outs)."""
+    if _overlap(a, b):
+        raise ValueError(f"{a_name} overlaps {b_name}")

@@ -11,20 +11,14 @@ public ones themselves.
 
 from typing import Any, List
 
-from . import _sinusoidal  # noqa: F401 (each module registers its family's executors)
-
-# Families not yet built from plans keep their hand-written twins (transitional).
-from ._learned import embedding_add, embedding_grad, embedding_lookup, resize_table, resize_table_2d  # noqa: E402
-from ._relative import (add_alibi, add_t5_bias, alibi_bias, alibi_slopes,  # noqa: E402
-                        clipped_relative_positions, relative_embeddings, relative_positions, t5_bias, t5_bucket,
-                        t5_buckets)
-from ._rope import apply_rope, apply_rope_qk, positions_from_cu_seqlens, rope_cos_sin, rope_inv_freq  # noqa: E402
+from . import _learned, _relative, _rope, _sinusoidal  # noqa: F401 (each module registers its family's executors)
 
 
 def _families() -> List[Any]:
-    # Imported when first needed: the public modules are loaded by then (posenc/__init__).
-    from .. import _learned, _relative, _rope, _sinusoidal
-    return [_sinusoidal, _learned, _rope, _relative]
+    """The public family modules (imported when first needed: posenc/__init__ has loaded them by then)."""
+    import posenc
+
+    return [posenc._sinusoidal, posenc._learned, posenc._rope, posenc._relative]
 
 
 def _public_functions() -> List[str]:
