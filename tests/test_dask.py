@@ -251,6 +251,20 @@ def test_memory_mapped_input_is_not_modified(tmp_path):
     same(np.load(path), x)
 
 
+def test_unpickled_positions():
+    """int64 arrays that crossed a process boundary (a dask.distributed worker's view of the graph) work:
+    posenc's binding compares dtype objects, and an unpickled int64 dtype is not NumPy's own object."""
+    import pickle
+
+    x, table = data((6, 7, 2), np.float32), data((50, 2), np.float32, seed=1)
+    positions = np.arange(42).reshape(6, 7)
+    moved = pickle.loads(pickle.dumps(positions))
+    want = posenc.embedding_add(x, table, positions)
+    same(threaded(pdask.embedding_add(da.from_array(x, chunks=(2, 3, 2)), table, moved)), want)
+    same(threaded(pdask.embedding_add(da.from_array(x, chunks=(2, 3, 2)), table,
+                                      da.from_array(moved, chunks=(4, 4)))), want)
+
+
 # ---------------------------------------------------------------- threads: Dask's, not Dask's × posenc's
 
 def test_kernels_run_on_the_task_thread_only(monkeypatch):
