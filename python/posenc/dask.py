@@ -514,7 +514,7 @@ def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any
     --------
     >>> import dask.array as da, numpy as np, posenc, posenc.dask
     >>> table = np.arange(20, dtype=np.float32).reshape(10, 2)
-    >>> x = da.ones((4, 6, 2), np.float32, chunks=(2, 3, 2))
+    >>> x = da.ones((4, 6, 2), dtype=np.float32, chunks=(2, 3, 2))
     >>> y = posenc.dask.embedding_add(x, table, [9, 8, 7, 6, 5, 4])
     >>> y.compute()[3, 0].tolist()
     [19.0, 20.0]
