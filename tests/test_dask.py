@@ -185,7 +185,8 @@ def test_sequence_blocks_off_the_anchor_rows_need_the_scratch():
     naive = np.concatenate([posenc.add_sinusoidal(x[:, i:i + 37], offset=1000 + i) for i in range(0, 200, 37)],
                            axis=1)
     whole = posenc.add_sinusoidal(x, offset=1000)
-    assert not np.array_equal(naive, whole)
+    if posenc.get_backend() == "native":  # the NumPy reference evaluates every row directly
+        assert not np.array_equal(naive, whole)
     same(threaded(pdask.add_sinusoidal(da.from_array(x, chunks=(1, 37, 64)), offset=1000)), whole)
     same(threaded(pdask.add_sinusoidal(da.from_array(x, chunks=(1, 1, 64)), offset=1000)), whole)  # one row each
     same(threaded(pdask.apply_rope(da.from_array(x.reshape(1, 200, 4, 16), chunks=(1, 1, 4, 16)), offset=1000)),
