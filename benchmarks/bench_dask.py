@@ -24,7 +24,7 @@ import posenc
 da = pytest.importorskip("dask.array", reason="posenc.dask needs Dask (pip install 'posenc[dask]')")
 import posenc.dask  # noqa: E402
 
-SEQ, DIM, ROWS = 512, 1024, 32  # 2 MiB per sequence, 64 MiB blocks
+SEQ, DIM, ROWS = 512, 1024, 8  # 2 MiB per sequence, 16 MiB blocks (see docs/dask.md on block sizes)
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,7 @@ def test_dask_threads(benchmark, files, threads):
 def test_distributed_workers(benchmark, files, workers):
     distributed = pytest.importorskip("distributed", reason="needs dask.distributed")
     src, dst, n = files
-    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   silence_logs=40) as cluster, distributed.Client(cluster) as client:
         work = graph(src, dst, n)
         client.compute(work, sync=True)  # workers import posenc and map the files once

@@ -417,7 +417,7 @@ def test_lazy_positions_are_checked_when_computed():
 @pytest.fixture(scope="module")
 def cluster_client():
     distributed = pytest.importorskip("distributed", reason="the cluster test needs dask.distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   silence_logs=40) as cluster, distributed.Client(cluster) as client:
         yield client
 
