@@ -117,6 +117,13 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _encoding_size_arguments(command: argparse.ArgumentParser) -> None:
+    """--length, --dim, --heads: the encodings that plot and compare measure (posenc._compare.Settings)."""
+    command.add_argument("--length", type=int, default=512, help="the training length L (default 512)")
+    command.add_argument("--dim", type=int, default=64)
+    command.add_argument("--heads", type=int, default=8)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="posenc", description="Transformer positional encodings for NumPy.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -140,23 +147,20 @@ def parser() -> argparse.ArgumentParser:
     table.add_argument("-o", "--output", default="table.npy")
     table.set_defaults(run=_table)
 
-    from ._plot import FIGURES, KINDS
+    from ._plot import FIGURES, KINDS, VISION_KINDS
 
     plot = sub.add_parser("plot", help="PNG figures: table heatmap, similarity vs distance, RoPE spectrum")
-    plot.add_argument("kind", choices=list(KINDS) + ["all"], metavar="KIND",
-                      help=f"one of {', '.join(KINDS)}, or all (every similarity curve in one figure)")
+    plot.add_argument("kind", choices=list(KINDS) + list(VISION_KINDS) + ["all"], metavar="KIND",
+                      help=f"one of {', '.join(list(KINDS) + list(VISION_KINDS))}, or all (every similarity "
+                           "curve in one figure); swin and detr have the heatmap only")
     plot.add_argument("-o", "--output", default=None,
                       help="the PNG (several figures: FILE's stem + _heatmap/_similarity/_spectrum); default KIND.png")
     plot.add_argument("--figure", default="all", choices=list(FIGURES) + ["all"])
-    plot.add_argument("--length", type=int, default=512)
-    plot.add_argument("--dim", type=int, default=64)
-    plot.add_argument("--heads", type=int, default=8)
+    _encoding_size_arguments(plot)
     plot.set_defaults(run=_plot)
 
     compare = sub.add_parser("compare", help="properties of the encodings side by side (computed)")
-    compare.add_argument("--length", type=int, default=512, help="the training length L (default 512)")
-    compare.add_argument("--dim", type=int, default=64)
-    compare.add_argument("--heads", type=int, default=8)
+    _encoding_size_arguments(compare)
     compare.add_argument("--seed", type=int, default=0)
     compare.add_argument("--only", nargs="*", default=None, help="encodings whose name contains one of these")
     compare.add_argument("--markdown", action="store_true", help="a Markdown table")

@@ -9,6 +9,7 @@ or shape. Nothing here writes to user memory, so a failed check leaves every
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from typing import Any, NamedTuple, Optional, Sequence, Tuple
@@ -252,6 +253,10 @@ class Out(NamedTuple):
     given: Any
 
 
+# Out's constructor without NamedTuple's keyword handling (a tiny call builds one on every in-place call).
+_new_out = functools.partial(tuple.__new__, Out)
+
+
 def out_target(
     out: Any,
     shape: Sequence[int],
@@ -262,7 +267,11 @@ def out_target(
     """:func:`output` as an :class:`Out` record (None if ``out`` is None)."""
     if out is None:
         return None
-    return Out(output(out, shape, dtype, inputs, name), out)  # type: ignore[arg-type]
+    if inputs and out is inputs[0][0]:
+        flags = out.flags
+        if flags.writeable and (flags.c_contiguous or flags.f_contiguous):
+            return _new_out((out, out))  # in place on the (contiguous) input itself: nothing can go wrong
+    return _new_out((output(out, shape, dtype, inputs, name), out))
 
 
 def output(
@@ -279,10 +288,6 @@ def output(
     """
     if out is None:
         return None
-    if inputs and out is inputs[0][0]:
-        flags = out.flags
-        if flags.writeable and (flags.c_contiguous or flags.f_contiguous):
-            return out  # in place on the (contiguous) input itself, the common case: nothing else can go wrong
     if not isinstance(out, np.ndarray) and not _exposes_memory(out):
         # np.asarray(list) is a new array: the results would go there and the caller's
         # list would stay as it was.
