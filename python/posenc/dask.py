@@ -360,15 +360,16 @@ def _rope_positions(positions: Any, xd: Any, seq_ax: int, mrope: bool) -> Any:
         arr = _checks.as_array(positions, "positions")
         _checks.position_values(arr, "positions")
         pd = da.from_array(arr, chunks=arr.shape or ())
+    given = tuple(pd.shape)  # for the messages (positions may be a list)
     if pd.ndim == len(lead) + 1 and pd.shape[:len(lead)] == lead:
         pd = pd[(slice(None),) * len(lead) + (None,)]
     if pd.ndim != len(lead) + 2 or pd.shape[:len(lead)] != lead:
-        raise ValueError(f"positions must have shape {expected}, got {positions.shape}")
+        raise ValueError(f"positions must have shape {expected}, got {given}")
     if pd.shape[-1] != seq:
         raise ValueError(f"positions has {pd.shape[-1]} entries per row but x has seq length {seq}")
     groups = pd.shape[-2]
     if groups != 1 and (seq_ax == 0 or groups != xd.shape[0]):
-        raise ValueError(f"positions of shape {positions.shape} need x's axis 0 to be a batch of {groups}, "
+        raise ValueError(f"positions of shape {given} need x's axis 0 to be a batch of {groups}, "
                          f"x has shape {xd.shape} with the sequence on axis {seq_ax}")
     pd = pd.reshape((axes, groups, seq))
     # [axes, groups, seq] -> [groups, seq, axes], chunked as x's batch and sequence axes.
