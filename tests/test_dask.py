@@ -254,7 +254,7 @@ def test_memory_mapped_input_is_not_modified(tmp_path):
 
 def test_unpickled_positions():
     """int64 arrays that crossed a process boundary (a dask.distributed worker's view of the graph) work:
-    posenc's binding compares dtype objects, and an unpickled int64 dtype is not NumPy's own object."""
+    an unpickled int64 dtype is not NumPy's own object (the bindings once compared dtypes by identity)."""
     import pickle
 
     x, table = data((6, 7, 2), np.float32), data((50, 2), np.float32, seed=1)

@@ -162,20 +162,6 @@ def _anchored(xb: np.ndarray, axis: int, first: int, call: Callable[[np.ndarray,
     return result
 
 
-def _canonical(positions: np.ndarray) -> np.ndarray:
-    """A block of integer positions, contiguous and with NumPy's own dtype object.
-
-    Works around a posenc.embedding_add bug: int64 positions whose dtype
-    object is not NumPy's singleton (any array unpickled on a dask.distributed
-    worker) are refused by the native binding, whose dtype test compares
-    objects (``dtype().is(...)`` in cpp/bindings/learned.cpp). A copy of a
-    block's positions costs little next to the block of x.
-    """
-    if positions.dtype == np.int64:
-        return positions.astype(np.int64)  # a new array whose dtype is NumPy's own int64 object
-    return positions  # other integer dtypes: posenc converts them to int64 itself
-
-
 def _location(block_info: Optional[Dict[Any, Any]], index: Optional[int] = 0) -> List[Tuple[int, int]]:
     assert block_info is not None
     return list(block_info[index]["array-location"])
@@ -540,19 +526,17 @@ def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any
         pd = positions.rechunk(xd.chunks[xd.ndim - 1 - k:xd.ndim - 1])[(..., None)]
 
         def block_lazy(xb: np.ndarray, pb: np.ndarray) -> np.ndarray:
-            return _one_thread(lambda: _posenc.embedding_add(xb, tab, _canonical(pb[..., 0])))  # type: ignore[no-any-return]
+            return _one_thread(lambda: _posenc.embedding_add(xb, tab, pb[..., 0]))  # type: ignore[no-any-return]
 
         return da.map_blocks(block_lazy, xd, pd, dtype=xd.dtype, meta=np.empty((0,) * xd.ndim, xd.dtype))
     pos = _checks.as_array(positions, "positions")
-    if pos.dtype.kind in "iu":
-        pos = _canonical(pos)
     # Shape against the whole x, integer kind and range: the in-memory call on x with no features.
     _posenc.embedding_add(np.broadcast_to(_zeros((), xd.dtype), lead + (0,)), tab[:, :0], pos)
     k = pos.ndim
 
     def block(xb: np.ndarray, block_info: Optional[Dict[Any, Any]] = None) -> np.ndarray:
         loc = _location(block_info)[xd.ndim - 1 - k:xd.ndim - 1]
-        pb = _canonical(pos[tuple(slice(a, b) for a, b in loc)])
+        pb = pos[tuple(slice(a, b) for a, b in loc)]
         return _one_thread(lambda: _posenc.embedding_add(xb, tab, pb))  # type: ignore[no-any-return]
 
     return da.map_blocks(block, xd, dtype=xd.dtype, meta=np.empty((0,) * xd.ndim, xd.dtype))
