@@ -607,3 +607,144 @@ def test_empty_results(isa):
     assert posenc.add_t5_bias(np.zeros((2, 0, 4), np.float32), np.zeros((32, 2), np.float32)).shape == (2, 0, 4)
     assert posenc.relative_embeddings(np.zeros((3, 0), np.float32), 2, 2, 1).shape == (2, 2, 0)
     assert posenc.relative_positions(0, 0).shape == (0, 0)
+
+
+# ---------------------------------------------------------------- DeBERTa log buckets
+
+def deberta_configs():
+    """(bucket_size, max_position): tiny, odd, DeBERTa's (256, 512), and whole-number (tie) configurations."""
+    configs = set()
+    for bs in list(range(2, 41)) + [64, 127, 128, 255, 256, 257, 512, 1024]:
+        mid = bs // 2
+        for mp in (mid + 2, mid + 3, bs, bs + 1, 2 * bs, 3 * bs + 1, 512, 513, 4 * mid + 1, 16 * mid + 1, 2049):
+            if mp - 1 > mid:
+                configs.add((bs, mp))
+    return sorted(configs)
+
+
+def deberta_scalar(d, bs, mp):
+    """Transformers' make_log_bucket_position for one distance, written out with NumPy float32 scalars.
+
+    Independent of posenc's vectorised chain: Python's float64 log of the float32 argument,
+    rounded once (the correctly rounded float32 log), every other step a float32 scalar operation.
+    """
+    mid = bs // 2
+    if bs <= 0 or mp <= 0 or abs(d) <= mid:
+        return d
+    x = np.float32(abs(d)) / np.float32(mid)
+    log_x = np.float32(math.log(float(x)))
+    log_b = np.float32(math.log(float(np.float32((mp - 1) / mid))))
+    bucket = np.float32(np.ceil(log_x / log_b * np.float32(mid - 1))) + np.float32(mid)
+    return int(bucket) * (1 if d > 0 else -1)
+
+
+def hf_deberta_bucket(relative_position, bs, mp):
+    from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_position
+
+    return make_log_bucket_position(relative_position, bs, mp).to(torch.long)
+
+
+def test_deberta_bucket_float32_transcription(isa):
+    """Every distance in [-3·max_position, 3·max_position] of ~400 configurations against the scalar chain."""
+    for bs, mp in deberta_configs()[::4]:
+        d = np.arange(-3 * mp, 3 * mp + 1)
+        got = posenc.deberta_bucket(d, bucket_size=bs, max_position=mp)
+        assert got.dtype == np.int64
+        want = np.array([deberta_scalar(int(v), bs, mp) for v in d])
+        np.testing.assert_array_equal(got, want, err_msg=f"bucket_size={bs}, max_position={mp}")
+
+
+def test_deberta_float32_boundaries_differ_from_float64(isa):
+    """The float32 chain matters: at DeBERTa's own (256, 512) some buckets differ from float64 arithmetic."""
+    d = np.arange(129, 100_000)
+    float64 = 128 + np.ceil(np.log(d / 128) / np.log(511 / 128) * 127).astype(np.int64)
+    got = posenc.deberta_bucket(d)
+    differ = np.nonzero(got != float64)[0]
+    assert differ.size > 0
+    assert np.all(np.abs(got[differ] - float64[differ]) == 1)
+    np.testing.assert_array_equal(got[differ], [deberta_scalar(int(v), 256, 512) for v in d[differ]])
+
+
+def test_deberta_ties_are_the_whole_number_distances():
+    """deberta_ties lists exactly the distances whose exact value is an integer (checked with big integers)."""
+    from posenc._plans.relative import deberta_ties
+
+    for bs in range(4, 41):  # bucket_size 2, 3: mid - 1 = 0, every value is 0 exactly (times 0.0)
+        mid = bs // 2
+        for mp in range(mid + 2, 4 * bs + 3):
+            listed = {n: b for n, b in deberta_ties(mid, mp) if n <= 20 * mp}
+            found = {}
+            for n in range(mid + 1, 20 * mp + 1):
+                v = math.log(n / mid) / math.log((mp - 1) / mid) * (mid - 1)
+                t = round(v)
+                # (n / mid)^(mid - 1) == ((mp - 1) / mid)^t, in integers
+                if abs(v - t) < 1e-6 and n ** (mid - 1) * mid**t == (mp - 1) ** t * mid ** (mid - 1):
+                    found[n] = mid + t
+            assert listed == found, (bs, mp)
+
+
+@requires_torch
+def test_deberta_bucket_identical_to_transformers(backend):
+    """Transformers' own make_log_bucket_position: every distance in ±(4·max_position + 10) of the sweep,
+    and every whole-number (tie) distance below 2**62 of each configuration, both signs.
+
+    At ties the exact value is an integer; the float32 value usually lands just above it and ceil
+    gives the next bucket; Transformers does the same, and posenc must agree there as well (taking
+    the exact value, T5's rule, would differ from Transformers at hundreds of these distances).
+    """
+    pytest.importorskip("transformers")
+    from posenc._plans.relative import deberta_ties
+
+    torch.set_num_threads(2)
+    mismatches, ties_checked = [], 0
+    for bs, mp in deberta_configs():
+        ties = np.array([n for n, _ in deberta_ties(bs // 2, mp) if n < 2**62], np.int64)
+        ties_checked += ties.size
+        d = np.concatenate([np.arange(-4 * mp - 10, 4 * mp + 11), ties, -ties])
+        want = hf_deberta_bucket(torch.from_numpy(d), bs, mp).numpy()
+        got = posenc.deberta_bucket(d, bucket_size=bs, max_position=mp)
+        mismatches += [(bs, mp, int(d[i]), int(want[i]), int(got[i])) for i in np.nonzero(got != want)[0]]
+    assert ties_checked > 1000
+    assert not mismatches, mismatches[:10]
+
+
+@requires_torch
+@pytest.mark.parametrize("q, k, bs, mp", [(0, 5, 256, 512), (7, 3, 256, 512), (300, 700, 256, 512),
+                                          (64, 64, 8, 13), (50, 90, 0, 512), (20, 20, 16, -1)])
+def test_deberta_buckets_identical_to_build_relative_position(isa, q, k, bs, mp):
+    pytest.importorskip("transformers")
+    from transformers.models.deberta_v2.modeling_deberta_v2 import build_relative_position
+
+    want = build_relative_position(torch.zeros(q, 4), torch.zeros(k, 4), bucket_size=bs, max_position=mp)[0]
+    same_bits(posenc.deberta_buckets(q, k, bucket_size=bs, max_position=mp), want.numpy())
+
+
+@given(q=st.integers(0, 70), k=st.integers(0, 70), offset=st.integers(-100, 3000),
+       cfg=st.sampled_from([(256, 512), (8, 13), (2, 3 + 2), (33, 100), (0, 512), (256, -1), (1024, 4096)]),
+       use_out=st.booleans(), seed=st.integers(0, 2**31))
+def test_deberta_buckets_are_the_bucket_of_each_offset(isa, q, k, offset, cfg, use_out, seed):
+    """The block is deberta_bucket((offset + i) - j) (on native: the Toeplitz kernel against the elementwise path)."""
+    kw = dict(bucket_size=cfg[0], max_position=cfg[1])
+    out = strided_view(np.full((q, k), 7, np.int64), np.random.default_rng(seed)) if use_out else None
+    got = posenc.deberta_buckets(q, k, offset=offset, out=out, **kw)
+    if use_out:
+        assert got is out
+    assert got.dtype == np.int64 and got.shape == (q, k)
+    assert_toeplitz(got)
+    same_bits(got, posenc.deberta_bucket(-distances(q, k, offset), **kw))
+
+
+def test_deberta_bucket_extremes(isa):
+    """Far distances keep growing logarithmically with their sign; |INT64_MIN| is 2**63, no wrap-around."""
+    big = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).min + 1, -2**62, 2**62, np.iinfo(np.int64).max])
+    got = posenc.deberta_bucket(big)
+    want = [deberta_scalar(int(v), 256, 512) for v in big]
+    np.testing.assert_array_equal(got, want)
+    assert got[0] < 0 and got[0] == -got[-1] and got[2] == -got[3] and 128 < got[3] < got[4]
+
+
+def test_deberta_buckets_kv_cache_step(isa):
+    """A decoding step (q new queries, offset k - q) is the last rows of the full block."""
+    full = posenc.deberta_buckets(600, 600)
+    for q in (1, 5):
+        same_bits(posenc.deberta_buckets(q, 600, offset=600 - q), full[-q:])

@@ -23,12 +23,13 @@ import numpy as np
 from . import _checks
 from ._api import entry
 from ._checks import Out
-from ._plans.relative import (AlibiAdd, AlibiBias, DistanceGrid, RelativeEmbeddings, RelativePositions, T5Bias,
-                              T5BiasAdd, T5BucketBlock, T5BucketOf, alibi_slopes, distance_grid, head_slopes,
+from ._plans.relative import (AlibiAdd, AlibiBias, DebertaBucketBlock, DistanceGrid,
+                              RelativeEmbeddings, RelativePositions, T5Bias, T5BiasAdd, T5BucketBlock, T5BucketOf,
+                              alibi_slopes, deberta_bucketing, deberta_positions, deberta_values, distance_grid, head_slopes,
                               t5_bucketing, t5_distances)
 
 __all__ = ["add_alibi", "add_t5_bias", "alibi_bias", "alibi_slopes", "clipped_relative_positions",
-           "relative_embeddings", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets"]
+           "deberta_bucket", "deberta_buckets", "relative_embeddings", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets"]
 
 _ALIBI_FORMS = """    The causal form is ``slope_h · (j - (offset + i))``: zero on the diagonal,
     negative for earlier keys (later keys, masked in a causal model, get
@@ -58,7 +59,21 @@ _GRID_PARAMETERS = """    q_len, k_len : int
     offset : int
         Absolute position of query 0 (``k_len - q_len`` for a KV-cache step)."""
 
-_SHARED_DOCS = {"__T5_PARAMETERS__": _T5_PARAMETERS, "__ALIBI_FORMS__": _ALIBI_FORMS, "__SCORES_OUT__": _SCORES_OUT,
+_DEBERTA_PARAMETERS = """    bucket_size : int
+        DeBERTa's ``position_buckets`` (256 in v2/v3 configs). With
+        ``mid = bucket_size // 2``, positions with ``|d| <= mid`` are their
+        own bucket; farther ones get ``sign(d) · (mid + ceil(log(|d| / mid) /
+        log((max_position - 1) / mid) · (mid - 1)))``.
+    max_position : int
+        DeBERTa's ``max_relative_positions`` (512 by default). If either
+        parameter is <= 0 the result is the plain difference, as in
+        Transformers. Otherwise ``bucket_size // 2 >= 1`` and
+        ``max_position - 1 > bucket_size // 2`` are required (there
+        Transformers divides by zero or produces negative or infinite
+        buckets): ``ValueError``. ``bucket_size <= 2**24``,
+        ``max_position <= 2**62``."""
+
+_SHARED_DOCS = {"__DEBERTA_PARAMETERS__": _DEBERTA_PARAMETERS, "__T5_PARAMETERS__": _T5_PARAMETERS, "__ALIBI_FORMS__": _ALIBI_FORMS, "__SCORES_OUT__": _SCORES_OUT,
                 "__GRID_PARAMETERS__": _GRID_PARAMETERS}
 
 
@@ -403,6 +418,100 @@ __SCORES_OUT__
     t5 = t5_bucketing(bidirectional=bidirectional, num_buckets=t.shape[0], max_distance=max_distance)
     s, grid, target = _scores(scores, offset=offset, heads=t.shape[1], out=out, inputs=[(t, "table")])
     return T5BiasAdd(s, grid, t, t5, target)
+
+
+# ---------------------------------------------------------------- DeBERTa
+
+@_shared_doc
+def deberta_bucket(relative_position: Any, *, bucket_size: int = 256, max_position: int = 512) -> Any:
+    """DeBERTa v2/v3's log bucket of each relative position, identical to Transformers' ``make_log_bucket_position``.
+
+    Elementwise on any integer array. The relative position is DeBERTa's,
+    **query minus key** (the opposite of posenc's other functions); the
+    result keeps its sign and is not clipped (DeBERTa clamps it to
+    ``[0, 2·att_span)`` after adding ``att_span``, later).
+
+    Exactness: Transformers evaluates the logarithm chain in float32 (the
+    int64 distance divided by ``mid`` in float32, the divisor
+    ``log((max_position - 1) / mid)`` a float32 tensor), and near bucket
+    boundaries float32 and float64 disagree. posenc evaluates the same
+    float32 chain operation for operation with the correctly rounded float32
+    log. Where the chain's *exact* value is a whole number (``|d| / mid`` and
+    ``(max_position - 1) / mid`` powers of one rational, e.g.
+    ``bucket_size=16, max_position=13``, ``|d| = 27``: ``log 3.375 / log 1.5
+    · 7 = 21``) the float32 value often lands just above it and ``ceil``
+    gives the next bucket; Transformers does the same, so unlike
+    :func:`t5_bucket` posenc keeps the float32 result there (taking the exact
+    value would differ from Transformers at every one of them). Only the last
+    bit of the log could still differ (PyTorch on x86 takes it from MKL); the
+    tests enumerate every such whole-number distance of a sweep of
+    configurations and compare with Transformers' own function there.
+
+    Parameters
+    ----------
+    relative_position : array_like of integers
+        Any shape, query minus key. Floats are a ``TypeError``; unsigned
+        values past ``2**63 - 1`` a ``ValueError``.
+__DEBERTA_PARAMETERS__
+
+    Returns
+    -------
+    int64 ndarray of ``relative_position``'s shape.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.deberta_bucket([-1000, -129, -128, 0, 5, 128, 129, 511, 4096])
+    array([-317, -129, -128,    0,    5,  128,  129,  255,  446])
+    >>> posenc.deberta_bucket([27], bucket_size=16, max_position=13)  # exact value 29, as Transformers
+    array([30])
+    >>> posenc.deberta_bucket([3, 300], bucket_size=0)
+    array([  3, 300])
+    """
+    # No plan and no kernel: the work is one float32 logarithm per element, which NumPy vectorises
+    # (like alibi_slopes, the same on every backend). deberta_buckets streams a block from one row.
+    deberta = deberta_bucketing(bucket_size=bucket_size, max_position=max_position)
+    return deberta_values(deberta_positions(relative_position), deberta)
+
+
+@entry
+@_shared_doc
+def deberta_buckets(q_len: int, k_len: int, *, offset: int = 0, bucket_size: int = 256, max_position: int = 512,
+                    out: Any = None) -> Any:
+    """DeBERTa's bucketed relative positions of a ``[q_len, k_len]`` block: ``deberta_bucket((offset + i) - j)``.
+
+    With ``offset=0`` identical to Transformers'
+    ``build_relative_position(query, key, bucket_size, max_position)[0]``
+    (DeBERTa v2/v3); ``offset`` places query 0 at that absolute position (a
+    KV-cache step). Note DeBERTa's sign, **query minus key**. The logarithm
+    runs once per distance (``q_len + k_len - 1`` of them), not per
+    (query, key) pair; the block is streamed from that row.
+
+    Parameters
+    ----------
+__GRID_PARAMETERS__
+__DEBERTA_PARAMETERS__
+    out : int64 array of shape [q_len, k_len], optional
+
+    Returns
+    -------
+    int64 ndarray of shape [q_len, k_len]
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.deberta_buckets(2, 3, offset=1)
+    array([[1, 0, -1],
+           [2, 1, 0]])
+    >>> posenc.deberta_buckets(1, 4, offset=3, bucket_size=4, max_position=8).tolist()
+    [[3, 2, 1, 0]]
+    """
+    grid = distance_grid(q_len, k_len, offset=offset)
+    deberta = deberta_bucketing(bucket_size=bucket_size, max_position=max_position)
+    shape = (grid.q_len, grid.k_len)
+    int64 = np.dtype(np.int64)
+    _checks.result_size(shape, int64, "the result")
+    return DebertaBucketBlock(grid, deberta, _checks.out_target(out, shape, int64))
 
 
 # ---------------------------------------------------------------- ALiBi
