@@ -82,6 +82,36 @@ def test_t5_buckets(benchmark, throughput, impl):
         throughput("alloc", nbytes)
 
 
+def torch_deberta_buckets(q, k):
+    """Transformers' DeBERTa v2/v3 build_relative_position (make_log_bucket_position over the full matrix)."""
+    from transformers.models.deberta_v2.modeling_deberta_v2 import build_relative_position
+
+    return build_relative_position(torch.zeros(q, 1), torch.zeros(k, 1), bucket_size=256, max_position=512)
+
+
+# Target (issue 15): >= 0.6 of alloc, >= 25x Transformers' function in PyTorch (2 threads).
+@pytest.mark.benchmark(group="deberta_buckets(4096, 4096) int64")
+@pytest.mark.parametrize("impl", ["posenc new", "posenc out=", "reference", "torch (Transformers)"])
+def test_deberta_buckets(benchmark, throughput, impl):
+    nbytes = Q * K * 8
+    if impl == "posenc new":
+        benchmark(posenc.deberta_buckets, Q, K)
+        throughput("alloc", nbytes)
+    elif impl == "posenc out=":
+        out = np.empty((Q, K), np.int64)
+        benchmark(posenc.deberta_buckets, Q, K, out=out)
+        throughput("fill", nbytes)
+    elif impl == "reference":
+        benchmark.pedantic(reference.deberta_buckets, (Q, K), rounds=2)
+        throughput("alloc", nbytes)
+    else:
+        if torch is None:
+            pytest.skip("PyTorch not installed")
+        pytest.importorskip("transformers")
+        benchmark.pedantic(torch_deberta_buckets, (Q, K), rounds=2)
+        throughput("alloc", nbytes)
+
+
 def _scores():
     return np.random.default_rng(0).standard_normal(SCORES, dtype=np.float32)
 
