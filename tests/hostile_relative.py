@@ -279,7 +279,19 @@ def spec_deberta_buckets() -> Spec:
     return s
 
 
+def spec_relative_shift() -> Spec:
+    s = Spec("relative_shift", bd=rand(2, 3, 6))
+    s.floats("bd")
+    s.raises("bd-1d", ValueError, "bd", bd=rand(6))
+    s.raises("bd-too-narrow", ValueError, "bd", bd=rand(2, 5, 3))
+    s.check("bd-k-zero", empty_of((2, 3, 0)), bd=rand(2, 3, 2))
+    s.check("bd-q-zero", empty_of((2, 0, 7)), bd=rand(2, 0, 6))
+    s.check("bd-no-batch", empty_of((0, 3, 4)), bd=rand(0, 3, 6))
+    return s
+
+
 SPECS: Dict[str, Callable[[], Spec]] = {
+    "relative_shift": spec_relative_shift,
     "deberta_bucket": spec_deberta_bucket,
     "deberta_buckets": spec_deberta_buckets,
     "relative_positions": spec_relative_positions,

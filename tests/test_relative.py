@@ -748,3 +748,63 @@ def test_deberta_buckets_kv_cache_step(isa):
     full = posenc.deberta_buckets(600, 600)
     for q in (1, 5):
         same_bits(posenc.deberta_buckets(q, 600, offset=600 - q), full[-q:])
+
+
+# ---------------------------------------------------------------- relative_shift (Transformer-XL / Conformer)
+
+def conformer_rel_shift(scores_bd):
+    """Transformers' Wav2Vec2ConformerSelfAttention shift (also NeMo/Parakeet's rel_shift), q = k = T:
+    pad a zero column on the left, view as [..., 2T, T], drop the first row, view back, keep T columns."""
+    *lead, t, width = scores_bd.shape
+    padded = np.concatenate([np.zeros((*lead, t, 1), scores_bd.dtype), scores_bd], axis=-1)
+    padded = padded.reshape(*lead, width + 1, t)
+    return padded[..., 1:, :].reshape(*lead, t, width)[..., : width // 2 + 1]
+
+
+def transformer_xl_rel_shift(x):
+    """Transformer-XL's original _rel_shift (kimiyoung/transformer-xl, pytorch/mem_transformer.py), on
+    x [qlen, klen, ...] whose column c scores distance klen - 1 - c; valid where j <= klen - qlen + i."""
+    zero_pad = np.zeros((x.shape[0], 1, *x.shape[2:]), x.dtype)
+    x_padded = np.concatenate([zero_pad, x], axis=1)
+    x_padded = x_padded.reshape(x.shape[1] + 1, x.shape[0], *x.shape[2:])
+    return x_padded[1:].reshape(x.shape)
+
+
+@given(lead=st.sampled_from([(), (3,), (2, 3)]), q=st.integers(0, 9), k=st.integers(0, 9),
+       dtype=st.sampled_from(FLOAT_DTYPES), seed=st.integers(0, 2**31))
+def test_relative_shift_is_the_definition(isa, lead, q, k, dtype, seed):
+    """out[..., i, j] = bd[..., i, (q - 1) - i + j], any leading axes and strides; a read-only view."""
+    assume(q + k >= 1)  # q = k = 0 has no width (-1): q = 0 with width w means k = w + 1
+    rng = np.random.default_rng(seed)
+    bd = strided_view(rng.standard_normal((*lead, q, q + k - 1)).astype(dtype), rng)
+    got = posenc.relative_shift(bd)
+    assert got.shape == (*lead, q, k) and got.dtype == bd.dtype and not got.flags.writeable
+    i, j = np.meshgrid(np.arange(q), np.arange(k), indexing="ij")
+    same_bits(got, bd[..., i, (q - 1) - i + j] if q and k else np.empty((*lead, q, k), bd.dtype))
+    if got.size:
+        assert np.shares_memory(got, bd)
+
+
+@pytest.mark.parametrize("lead, t", [((), 1), ((), 5), ((2, 4), 7)])
+def test_relative_shift_equals_the_conformer_trick(isa, lead, t):
+    bd = np.random.default_rng(t).standard_normal((*lead, t, 2 * t - 1))
+    same_bits(posenc.relative_shift(bd), conformer_rel_shift(bd))
+
+
+@pytest.mark.parametrize("q, k", [(1, 1), (3, 3), (3, 8), (4, 10), (1, 6)])
+def test_relative_shift_equals_transformer_xl_with_memory(isa, q, k):
+    """Memory of k - q keys: Transformer-XL's shift of the table's first k columns, where it is valid."""
+    rng = np.random.default_rng(q * 100 + k)
+    bd = rng.standard_normal((q, q + k - 1, 2, 3))  # Transformer-XL's layout [qlen, rlen, batch, heads]
+    want = transformer_xl_rel_shift(bd[:, :k])
+    got = np.moveaxis(posenc.relative_shift(np.moveaxis(bd, (0, 1), (-2, -1))), (-2, -1), (0, 1))
+    valid = np.arange(k)[None, :] <= (k - q) + np.arange(q)[:, None]  # causal: the rest is masked junk
+    same_bits(got[valid], want[valid])
+
+
+def test_relative_shift_of_a_torch_tensor_is_a_view(isa):
+    if torch is None:
+        pytest.skip("PyTorch not installed")
+    bd = torch.randn(2, 3, 4, 9)
+    got = posenc.relative_shift(bd)
+    assert got.shape == (2, 3, 4, 6) and np.shares_memory(got, bd.numpy())

@@ -29,7 +29,7 @@ from ._plans.relative import (AlibiAdd, AlibiBias, DebertaBucketBlock, DistanceG
                               t5_bucketing, t5_distances)
 
 __all__ = ["add_alibi", "add_t5_bias", "alibi_bias", "alibi_slopes", "clipped_relative_positions",
-           "deberta_bucket", "deberta_buckets", "relative_embeddings", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets"]
+           "deberta_bucket", "deberta_buckets", "relative_embeddings", "relative_shift", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets"]
 
 _ALIBI_FORMS = """    The causal form is ``slope_h · (j - (offset + i))``: zero on the diagonal,
     negative for earlier keys (later keys, masked in a causal model, get
@@ -512,6 +512,65 @@ __DEBERTA_PARAMETERS__
     int64 = np.dtype(np.int64)
     _checks.result_size(shape, int64, "the result")
     return DebertaBucketBlock(grid, deberta, _checks.out_target(out, shape, int64))
+
+
+# ---------------------------------------------------------------- Transformer-XL / Conformer shift
+
+def relative_shift(bd: Any) -> np.ndarray:
+    """Transformer-XL / Conformer "relative shift" of scores against a relative table, as a view (no copy).
+
+    Relative attention in the Transformer-XL style (Dai et al., 2019;
+    Conformer, Gulati et al., 2020) scores each query against a table of
+    ``q + k - 1`` relative encodings, ``bd[..., i, c] = (q_i + v) · R_c``,
+    where row ``c`` encodes the distance ``i - j = (q - 1) - c`` (descending
+    positions: ``sinusoidal`` of ``np.arange(q - 1, -k, -1)``). The score of
+    query ``i`` and key ``j`` is then ``bd[..., i, (q - 1) - i + j]``;
+    implementations gather it with a pad-and-reshape trick that copies the
+    scores twice. Here it is a strided view of ``bd``:
+    ``out[..., i, j] = bd[..., i, (q - 1) - i + j]``.
+
+    Parameters
+    ----------
+    bd : array_like of shape [..., q, q + k - 1], floating
+        Any strides and leading axes (batch, heads); ``q != k`` allowed (a
+        KV cache or Transformer-XL memory: keys ``0..k-1``, query ``i`` at
+        absolute position ``k - q + i``; then the table rows encode
+        ``(k - 1) - c`` relative to that, as in Transformer-XL with memory).
+        Byte-swapped input is converted first (a copy).
+
+    Returns
+    -------
+    ndarray of shape [..., q, k]
+        A read-only view of ``bd`` (``np.shares_memory(out, bd)``); call
+        ``np.ascontiguousarray`` on it for a compact copy.
+
+    Examples
+    --------
+    >>> import numpy as np, posenc
+    >>> q, k = 2, 3
+    >>> bd = np.array([[10., 11., 12., 13.], [20., 21., 22., 23.]])  # columns: distance 1, 0, -1, -2
+    >>> posenc.relative_shift(bd)
+    array([[11., 12., 13.],
+           [20., 21., 22.]])
+    """
+    x = _checks.float_array(bd, "bd")
+    if x.ndim < 2:
+        raise ValueError(f"bd must have shape [..., q, q + k - 1], got shape {x.shape}")
+    q, width = x.shape[-2], x.shape[-1]
+    k = width - q + 1
+    if k < 0:
+        raise ValueError(f"bd must have shape [..., q, q + k - 1] with k >= 0: q = {q} needs at least "
+                         f"{q - 1} columns, got shape {x.shape}")
+    shape = (*x.shape[:-2], q, k)
+    if q == 0 or k == 0 or 0 in x.shape[:-2]:
+        empty = np.empty(shape, x.dtype)
+        empty.flags.writeable = False
+        return empty
+    row, col = x.strides[-2], x.strides[-1]
+    start = x[..., :, q - 1:]  # element (…, 0, q - 1): query 0's score against key 0
+    view: np.ndarray = np.lib.stride_tricks.as_strided(start, shape, (*x.strides[:-2], row - col, col),
+                                                       writeable=False)
+    return view
 
 
 # ---------------------------------------------------------------- ALiBi
