@@ -808,3 +808,37 @@ def test_relative_shift_of_a_torch_tensor_is_a_view(isa):
     bd = torch.randn(2, 3, 4, 9)
     got = posenc.relative_shift(bd)
     assert got.shape == (2, 3, 4, 6) and np.shares_memory(got, bd.numpy())
+
+
+@requires_torch
+@pytest.mark.parametrize("t", [1, 6, 40])
+def test_conformer_recipe_matches_transformers(t):
+    """Transformers' Wav2Vec2Conformer relative attention: its table is sinusoidal() of descending positions
+    t-1 .. -(t-1) (interleaved), and its pad-and-reshape shift is relative_shift of the same scores.
+
+    The table bound: Transformers computes p·ω in float32 (ω by a float32 exp): the angle is off by
+    up to ~2 float32 ulps of p·ω (<= 2·t·2**-24 with ω <= 1), posenc's by one rounding of the result.
+    """
+    pytest.importorskip("transformers")
+    from transformers import Wav2Vec2ConformerConfig
+    from transformers.models.wav2vec2_conformer import modeling_wav2vec2_conformer as m
+
+    torch.manual_seed(t)
+    config = Wav2Vec2ConformerConfig(hidden_size=16, num_attention_heads=2, position_embeddings_type="relative",
+                                     max_source_positions=64)
+    hidden = torch.randn(2, t, 16)
+    pe = m.Wav2Vec2ConformerRelPositionalEmbedding(config)(hidden)  # [1, 2t - 1, 16]
+    table = posenc.sinusoidal(np.arange(t - 1, -t, -1), 16)
+    err = np.abs(pe[0].numpy().astype(np.float64) - table.astype(np.float64)).max()
+    assert err <= 4 * t * 2.0**-24 + 2.0**-23, err
+
+    attn = m.Wav2Vec2ConformerSelfAttention(config)
+    with torch.no_grad():
+        attn.pos_bias_u.normal_()
+        attn.pos_bias_v.normal_()
+        query = torch.randn(2, 2, t, 8)
+        _, position_bias = m._apply_relative_position_encoding(attn, query, query, pe)
+        proj = attn.linear_pos(pe).view(1, 2 * t - 1, 2, 8).permute(0, 2, 3, 1)
+        bd = torch.matmul(query + attn.pos_bias_v[None, :, None, :], proj)  # [2, heads, t, 2t - 1]
+    shifted = posenc.relative_shift(bd.numpy())
+    same_bits(shifted * np.float32(attn.scaling), position_bias.numpy())
