@@ -842,3 +842,35 @@ def test_conformer_recipe_matches_transformers(t):
         bd = torch.matmul(query + attn.pos_bias_v[None, :, None, :], proj)  # [2, heads, t, 2t - 1]
     shifted = posenc.relative_shift(bd.numpy())
     same_bits(shifted * np.float32(attn.scaling), position_bias.numpy())
+
+
+# ---------------------------------------------------------------- shifting a rotated KV cache (docs recipe)
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scaling", [None, {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}])
+@pytest.mark.parametrize("per_sequence", [False, True])
+def test_shifting_a_rotated_kv_cache(isa, dtype, scaling, per_sequence):
+    """Keys rotated at positions p, then rotated by Δ (attention_scaling=1.0: YaRN's scale was applied
+    once already), equal keys rotated at p + Δ from scratch. Δ shared ([seq]) or per sequence ([batch, seq]).
+
+    Bounds, for |x| <= 1: each rotation rounds once (float32: <= ~2 ulps of 1 per rotation, 4·2**-23
+    for two); the three float64 angles p·ω, Δ·ω, (p + Δ)·ω each round to half an ulp of their size
+    (ω <= 1), so the composition differs by up to ~1.5 ulp of the largest angle: 3·P·2**-53 with
+    P the largest position, in either dtype.
+    """
+    rng = np.random.default_rng(7)
+    k = rng.uniform(-1, 1, (2, 300, 4, 64)).astype(dtype)  # [batch, seq, heads, head_dim]
+    p = rng.integers(0, 100_000, (2, 300))
+    delta = (rng.integers(-5000, 5000, (2, 1)) if per_sequence else np.full((1, 1), -1234)) * np.ones((1, 300), int)
+    shift = delta if per_sequence else delta[0]
+    kw = {} if scaling is None else dict(scaling=scaling)
+    cached = posenc.apply_rope(k, p, **kw)
+    shifted = posenc.apply_rope(cached, shift, **kw, attention_scaling=1.0)
+    scratch = posenc.apply_rope(k, p + delta, **kw)
+    largest = int(np.abs(p + delta).max() + np.abs(p).max())
+    bound = 3 * largest * 2.0**-53 + (4 * 2.0**-23 if dtype == np.float32 else 8 * 2.0**-53)
+    err = np.abs(shifted.astype(np.float64) - scratch.astype(np.float64)).max()
+    assert err <= bound, (err, bound)
+    if scaling is not None:  # the scale applied twice is wrong by the factor: the test can tell
+        twice = posenc.apply_rope(cached, shift, **kw)
+        assert np.abs(twice.astype(np.float64) - scratch.astype(np.float64)).max() > 100 * bound
