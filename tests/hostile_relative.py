@@ -174,6 +174,9 @@ def spec_add_t5_bias() -> Spec:
     s.flag("bidirectional")
     s.raises("max_distance-at-exact", ValueError, "max_distance", max_distance=8)
     s.out(scores.shape, F32, inputs=["scores"])
+    s.raises("num_heads-not-a-divisor", ValueError, "num_heads", num_heads=5)
+    s.raises("num_heads-zero", ValueError, "num_heads", num_heads=0)
+    s.raises("num_heads-float", TypeError, "num_heads", num_heads=2.0)
     return s
 
 
@@ -229,6 +232,10 @@ def spec_add_alibi() -> Spec:
     s.flag("symmetric")
     _slopes(s, 3)
     s.out(scores.shape, F32, inputs=["scores"])
+    s.raises("num_heads-not-a-divisor", ValueError, "num_heads", num_heads=2)
+    s.raises("num_heads-zero", ValueError, "num_heads", num_heads=0)
+    s.raises("num_heads-float", TypeError, "num_heads", num_heads=3.0)
+    s.same("num_heads-all-heads", num_heads=3)
     return s
 
 

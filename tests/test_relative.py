@@ -874,3 +874,38 @@ def test_shifting_a_rotated_kv_cache(isa, dtype, scaling, per_sequence):
     if scaling is not None:  # the scale applied twice is wrong by the factor: the test can tell
         twice = posenc.apply_rope(cached, shift, **kw)
         assert np.abs(twice.astype(np.float64) - scratch.astype(np.float64)).max() > 100 * bound
+
+
+# ---------------------------------------------------------------- folded heads (BLOOM's [batch·heads, q, k])
+
+@given(lead=st.sampled_from([(), (2,)]), batch=st.integers(1, 3), heads=st.integers(1, 4), q=st.integers(0, 6),
+       k=st.integers(0, 7), dtype=st.sampled_from(FLOAT_DTYPES), offset=st.integers(-5, 5),
+       mode=st.sampled_from(["new", "in-place", "out"]), seed=st.integers(0, 2**31))
+def test_folded_heads_equal_unfolded(isa, lead, batch, heads, q, k, dtype, offset, mode, seed):
+    """num_heads unfolds axis -3 as (batch, heads), head-minor: slope/bias of head h repeats per batch."""
+    rng = np.random.default_rng(seed)
+    scores = strided_view(rng.standard_normal((*lead, batch * heads, q, k)).astype(dtype), rng)
+    table = rng.standard_normal((32, heads)).astype(np.float32)
+    unfolded = np.ascontiguousarray(scores).reshape(*lead, batch, heads, q, k)
+    want_alibi = posenc.add_alibi(unfolded, offset=offset).reshape(scores.shape)
+    want_t5 = posenc.add_t5_bias(unfolded, table, offset=offset).reshape(scores.shape)
+    for fn, args, want in [(posenc.add_alibi, (), want_alibi), (posenc.add_t5_bias, (table,), want_t5)]:
+        x = scores.copy() if mode == "in-place" else scores
+        out = x if mode == "in-place" else strided_view(np.zeros(scores.shape, dtype), rng) if mode == "out" else None
+        got = fn(x, *args, offset=offset, num_heads=heads, out=out)
+        if out is not None:
+            assert got is out
+        assert got.shape == scores.shape
+        same_bits(got, want)
+
+
+def test_folded_heads_bloom_layout(isa):
+    """BLOOM's alibi [batch·heads, 1, k] added to scores [batch·heads, q, k]: the same softmax."""
+    batch, heads, q, k = 2, 4, 3, 6
+    scores = np.random.default_rng(0).standard_normal((batch * heads, q, k)).astype(np.float32)
+    got = posenc.add_alibi(scores, num_heads=heads, offset=k - q)
+    slopes = np.tile(posenc.alibi_slopes(heads), batch)  # head h of batch b at b·heads + h
+    want = scores + slopes[:, None, None] * (np.arange(k)[None, None, :] - (k - q + np.arange(q))[None, :, None])
+    np.testing.assert_allclose(got, want, rtol=0, atol=4e-7)
+    wrong = posenc.add_alibi(scores)  # without num_heads: 8 heads, 8 different slopes
+    assert not np.allclose(wrong, want, atol=1e-3)

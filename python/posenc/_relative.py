@@ -47,7 +47,14 @@ _T5_PARAMETERS = """    bidirectional : bool
     max_distance : int
         Distances at or beyond it share the last bucket (> max_exact)."""
 
-_SCORES_OUT = """    out : array of the scores' shape and dtype, optional
+_SCORES_OUT = """    num_heads : int, optional
+        How the heads axis is found: by default axis -3 of ``scores`` is the
+        heads axis. With ``num_heads``, axis -3 holds ``batch·num_heads``
+        folded, head ``h`` of batch ``b`` at index ``b·num_heads + h`` (BLOOM's
+        ``[batch·heads, q, k]`` layout): the scores are unfolded (a view, no
+        copy) and each head's bias repeats for every batch. Axis -3 must be a
+        multiple of it (``ValueError``).
+    out : array of the scores' shape and dtype, optional
         May be ``scores`` itself (in place). Any other overlap is refused.
 
     Returns
@@ -73,7 +80,8 @@ _DEBERTA_PARAMETERS = """    bucket_size : int
         buckets): ``ValueError``. ``bucket_size <= 2**24``,
         ``max_position <= 2**62``."""
 
-_SHARED_DOCS = {"__DEBERTA_PARAMETERS__": _DEBERTA_PARAMETERS, "__T5_PARAMETERS__": _T5_PARAMETERS, "__ALIBI_FORMS__": _ALIBI_FORMS, "__SCORES_OUT__": _SCORES_OUT,
+_SHARED_DOCS = {"__DEBERTA_PARAMETERS__": _DEBERTA_PARAMETERS, "__T5_PARAMETERS__": _T5_PARAMETERS,
+                "__ALIBI_FORMS__": _ALIBI_FORMS, "__SCORES_OUT__": _SCORES_OUT,
                 "__GRID_PARAMETERS__": _GRID_PARAMETERS}
 
 
@@ -124,17 +132,49 @@ def _bias_table(table: Any) -> np.ndarray:
 
 
 def _scores(scores: Any, *, offset: Any, heads: Optional[int], out: Any,
-            inputs: Sequence[Tuple[np.ndarray, str]] = ()) -> Tuple[np.ndarray, DistanceGrid, Optional[Out]]:
-    """Attention scores ``[..., heads, q, k]`` (``heads`` of them if given), their grid and the ``out`` to write."""
+            inputs: Sequence[Tuple[np.ndarray, str]] = (),
+            num_heads: Any = None) -> Tuple[np.ndarray, DistanceGrid, Optional[Out]]:
+    """Attention scores ``[..., heads, q, k]`` (``heads`` of them if given), their grid and the ``out`` to write.
+
+    With ``num_heads``, axis -3 is ``batch·num_heads`` folded (BLOOM's layout,
+    index ``b·num_heads + h``): scores and out are unfolded into
+    ``[..., batch, num_heads, q, k]`` views, and a new result is allocated folded
+    (the executor writes its unfolded view; the folded array is returned).
+    """
     s = _checks.float_array(scores, "scores")
     if s.ndim < 3:
         raise ValueError(f"scores must have shape [..., heads, q, k], got shape {s.shape}")
     if s.shape[-3] == 0:
         raise ValueError(f"scores must have at least one head (scores.shape[-3] == 0), got shape {s.shape}")
-    if heads is not None and s.shape[-3] != heads:
-        raise ValueError(f"scores has {s.shape[-3]} heads (scores.shape[-3]) but the bias has {heads}")
+    folded = None
+    if num_heads is not None:
+        folded = _checks.integer(num_heads, "num_heads", minimum=1)
+        if s.shape[-3] % folded:
+            raise ValueError(f"scores.shape[-3] = {s.shape[-3]} (batch·heads folded) is not a multiple of "
+                             f"num_heads = {folded}")
+    count = s.shape[-3] if folded is None else folded
+    if heads is not None and count != heads:
+        where = "scores.shape[-3]" if folded is None else "num_heads"
+        raise ValueError(f"scores has {count} heads ({where}) but the bias has {heads}")
     grid = distance_grid(s.shape[-2], s.shape[-1], offset=offset)
-    return s, grid, _checks.out_target(out, s.shape, s.dtype, [(s, "scores"), *inputs])
+    target = _checks.out_target(out, s.shape, s.dtype, [(s, "scores"), *inputs])
+    if folded is None:
+        return s, grid, target
+    if target is None:
+        _checks.result_size(s.shape, s.dtype, "the result")
+        fresh = np.empty(s.shape, s.dtype)
+        target = Out(fresh, fresh)
+    return _unfold(s, folded), grid, Out(_unfold(target.array, folded), target.given)
+
+
+def _unfold(a: np.ndarray, heads: int) -> np.ndarray:
+    """``a[..., batch·heads, q, k]`` as the view ``[..., batch, heads, q, k]`` (splitting an axis never copies)."""
+    *lead, bh, q, k = a.shape
+    *lead_strides, step, row, col = a.strides
+    shape = (*lead, bh // heads, heads, q, k)
+    strides = (*lead_strides, step * heads, step, row, col)
+    view: np.ndarray = np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
+    return view
 
 
 # ---------------------------------------------------------------- relative positions and Shaw embeddings
@@ -386,7 +426,7 @@ __T5_PARAMETERS__
 @entry
 @_shared_doc
 def add_t5_bias(scores: Any, table: Any, *, offset: int = 0, bidirectional: bool = True, max_distance: int = 128,
-                out: Any = None) -> Any:
+                num_heads: Optional[int] = None, out: Any = None) -> Any:
     """``scores + t5_bias(table, q, k)`` for scores ``[..., heads, q, k]``, fused, no bias materialised.
 
     The bias is first converted to the scores' dtype (rounded once; exact
@@ -416,7 +456,8 @@ __SCORES_OUT__
     """
     t = _bias_table(table)
     t5 = t5_bucketing(bidirectional=bidirectional, num_buckets=t.shape[0], max_distance=max_distance)
-    s, grid, target = _scores(scores, offset=offset, heads=t.shape[1], out=out, inputs=[(t, "table")])
+    s, grid, target = _scores(scores, offset=offset, heads=t.shape[1], out=out, inputs=[(t, "table")],
+                              num_heads=num_heads)
     return T5BiasAdd(s, grid, t, t5, target)
 
 
@@ -622,7 +663,8 @@ __GRID_PARAMETERS__
 
 @entry
 @_shared_doc
-def add_alibi(scores: Any, *, offset: int = 0, symmetric: bool = False, slopes: Any = None, out: Any = None) -> Any:
+def add_alibi(scores: Any, *, offset: int = 0, symmetric: bool = False, slopes: Any = None,
+              num_heads: Optional[int] = None, out: Any = None) -> Any:
     """``scores + alibi_bias(heads, q, k)`` for scores ``[..., heads, q, k]``, fused, no bias materialised.
 
 __ALIBI_FORMS__
@@ -640,7 +682,8 @@ __ALIBI_FORMS__
     symmetric : bool
         The bidirectional form.
     slopes : array_like of shape [heads], optional
-        Default: :func:`alibi_slopes` for ``scores.shape[-3]`` heads, in float64.
+        Default: :func:`alibi_slopes` for ``scores.shape[-3]`` heads (``num_heads``
+        when given), in float64.
 __SCORES_OUT__
 
     Examples
@@ -652,5 +695,5 @@ __SCORES_OUT__
     [-1.0, -0.75, -0.5, -0.25, 0.0]
     """
     symmetric = _checks.boolean(symmetric, "symmetric")
-    s, grid, target = _scores(scores, offset=offset, heads=None, out=out)
+    s, grid, target = _scores(scores, offset=offset, heads=None, out=out, num_heads=num_heads)
     return AlibiAdd(s, grid, head_slopes(slopes, heads=s.shape[-3]), symmetric, target)
