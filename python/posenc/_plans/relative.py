@@ -166,39 +166,47 @@ def _root(value: int, k: int) -> Optional[int]:
     return None
 
 
-@functools.lru_cache(maxsize=256)
-def deberta_ties(mid: int, max_position: int) -> Tuple[Tuple[int, int], ...]:
-    """Magnitudes ``n`` (mid < n <= 2**63) whose exact DeBERTa log bucket is a whole number, with that bucket.
+def power_ties(unit: int, ratio: fractions.Fraction, scale: int) -> Tuple[Tuple[int, int], ...]:
+    """Integers ``n > unit`` (up to 2**63) with ``log(n / unit) / log(ratio) · scale`` a whole number t, as (n, t).
 
-    The exact value ``log(n / mid) / log(b) · (mid - 1)``, ``b = (max_position - 1) / mid``,
-    is an integer t only if ``(n / mid)^(mid - 1) = b^t``: then ``n / mid`` and ``b`` are
-    powers of one rational ``g`` that is no perfect power itself, ``b = g^P``, ``n / mid = g^s``
-    and ``t = s·(mid - 1) / P`` (an integer). ``g`` is ``b``'s largest exact root (numerator
-    and denominator both perfect P-th powers, P <= 62 as b's numerator is < 2**62);
-    ``t = 0`` is impossible as n > mid, except for ``mid = 1`` where every value is
-    ``· 0 = 0`` exactly (no tie to list). The bucket is ``mid + t``.
+    ``(n / unit)^scale = ratio^t`` holds only if ``n / unit`` and ``ratio`` (> 1) are
+    powers of one rational ``g`` that is no perfect power itself: ``ratio = g^P``,
+    ``n / unit = g^s``, ``t = s·scale / P``. ``g`` is ratio's largest exact root
+    (numerator and denominator both perfect P-th powers; P <= 62 as the numerator
+    is < 2**63). ``scale`` 0 (every value 0, exactly) lists nothing.
     """
-    if mid == 1:
+    if scale == 0:
         return ()
-    b = fractions.Fraction(max_position - 1, mid)
-    power, g = 1, b
+    power, g = 1, ratio
     for k in range(62, 1, -1):
-        num, den = _root(b.numerator, k), _root(b.denominator, k)
+        num, den = _root(ratio.numerator, k), _root(ratio.denominator, k)
         if num is not None and den is not None:
             power, g = k, fractions.Fraction(num, den)
             break
     ties = []
     s = 1
     while True:
-        n = mid * g**s
-        if n.denominator != 1 and g.denominator > 1 and (mid % g.denominator**s) != 0:
-            break  # g's denominator to the s-th power no longer divides mid: never an integer again
+        n = unit * g**s
+        if g.denominator > 1 and unit % g.denominator**s != 0:
+            break  # g's denominator to the s-th power no longer divides unit: never an integer again
         if n > 2**63:
             break
-        if n.denominator == 1 and (s * (mid - 1)) % power == 0:
-            ties.append((int(n), mid + s * (mid - 1) // power))
+        if n.denominator == 1 and (s * scale) % power == 0:
+            ties.append((int(n), s * scale // power))
         s += 1
     return tuple(ties)
+
+
+@functools.lru_cache(maxsize=256)
+def deberta_ties(mid: int, max_position: int) -> Tuple[Tuple[int, int], ...]:
+    """Magnitudes ``n`` (mid < n <= 2**63) whose exact DeBERTa log bucket is a whole number, with that bucket.
+
+    The exact value ``log(n / mid) / log((max_position - 1) / mid) · (mid - 1)``
+    (:func:`power_ties`); for ``mid = 1`` every value is ``· 0 = 0`` exactly (no
+    tie to list). The bucket is ``mid + t``.
+    """
+    ties = power_ties(mid, fractions.Fraction(max_position - 1, mid), mid - 1)
+    return tuple((n, mid + t) for n, t in ties)
 
 
 def deberta_magnitude_buckets(magnitude: np.ndarray, p: DebertaBucketing) -> np.ndarray:
