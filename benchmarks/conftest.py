@@ -1,15 +1,12 @@
-"""Benchmark fixtures: thread pinning, memory ceilings, and throughput in extra_info.
+"""Benchmark fixtures: thread pinning, and throughput against a ceiling measured beside each case.
 
 Threads are pinned before NumPy is imported (``POSENC_BENCH_THREADS``,
-default 2) so NumPy, PyTorch and posenc run on the same budget. Every
-benchmark records its bytes per second next to the matching ceiling measured
-in the same run on the same number of bytes:
-
-- ``fill``: writing an existing buffer (``ndarray.fill``);
-- ``rmw``: in-place read-modify-write (``np.multiply(a, 1, out=a)``), bytes
-  counted as read + written;
-- ``alloc``: allocating and filling a new array (``np.full``), first-touch
-  page faults included: the ceiling of any function that returns a new array.
+default 2) so NumPy's BLAS, PyTorch and posenc run on the same budget. The
+cases are posenc's own (``posenc._bench.cases``); each posenc benchmark
+records in ``extra_info`` the path (ISA) and thread count it ran with, its
+bytes per second, and the matching memory ceiling measured in the same test
+on the same buffer with the same threads (``fill``, ``rmw`` or ``alloc``,
+see ``posenc._bench.timing.ceiling``).
 """
 
 from __future__ import annotations
@@ -20,71 +17,66 @@ _THREADS = os.environ.get("POSENC_BENCH_THREADS", "2")
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, _THREADS)
 
-import time  # noqa: E402
+import functools  # noqa: E402
 
-import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import posenc  # noqa: E402
+from posenc._bench import cases, timing  # noqa: E402
 
-try:  # optional peer
-    import torch  # noqa: E402
-
+torch = timing.torch_module()
+if torch is not None:
     torch.set_num_threads(int(_THREADS))
-except ImportError:  # pragma: no cover
-    torch = None
-
-_CEILINGS: dict = {}
 
 
-def _best(fn, repeat=15):
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+@functools.lru_cache(maxsize=1)
+def family_cases(family: str, dtype: str, quick: bool):
+    """The cases of one family at one dtype (the last one built is kept: they hold large arrays)."""
+    factory = {f.__name__: f for f in cases.FAMILIES}[family]
+    return factory(quick, cases.dtype_of(dtype), torch)
 
 
-def ceiling(kind: str, nbytes: int) -> float:
-    """Bytes per second of ``kind`` ("fill", "rmw", "alloc") on ``nbytes`` bytes (cached per run)."""
-    key = (kind, nbytes)
-    if key not in _CEILINGS:
-        a = np.ones(max(nbytes // 4, 1), np.float32)
-        if kind == "fill":
-            _CEILINGS[key] = nbytes / _best(lambda: a.fill(1.0))
-        elif kind == "rmw":
-            _CEILINGS[key] = 2 * nbytes / _best(lambda: np.multiply(a, 1, out=a))
-        elif kind == "alloc":
-            _CEILINGS[key] = nbytes / _best(lambda: np.full(a.shape, 1.0, np.float32))
-        else:
-            raise ValueError(kind)
-    return _CEILINGS[key]
+@pytest.fixture
+def quick(request) -> bool:
+    """Small sizes when timing is off (CI runs every benchmark once, untimed) or POSENC_BENCH_QUICK=1."""
+    return bool(request.config.getoption("benchmark_disable")) or os.environ.get("POSENC_BENCH_QUICK") == "1"
+
+
+@pytest.fixture
+def record(benchmark):
+    """``record(case)`` after timing posenc: the path, threads, GB/s and the share of the case's ceiling."""
+
+    def done(case) -> None:
+        info = posenc.info()
+        benchmark.extra_info.update(isa=info["isa"], threads=posenc.get_num_threads(), dtype=case.dtype,
+                                    ceiling=case.ceiling)
+        if benchmark.stats is None or benchmark.disabled:
+            return
+        best = benchmark.stats.stats.min
+        ceiling_s = timing.measure({"ceiling": timing.ceiling(case.ceiling, case.target)}, repeat=15,
+                                   reset=case.reset())["ceiling"]
+        benchmark.extra_info.update(gb_per_s=round(case.nbytes / best / 1e9, 2), ceiling_ms=round(ceiling_s * 1e3, 4),
+                                    fraction_of_ceiling=round(ceiling_s / best, 3))
+
+    return done
 
 
 @pytest.fixture
 def throughput(benchmark):
-    """``throughput(kind, nbytes)`` after ``benchmark(...)``: records GB/s and the share of the ceiling.
+    """``throughput(kind, nbytes)`` after a benchmark that is not one of ``posenc bench``'s cases: GB/s
+    beside the ``kind`` ceiling ("fill", "rmw", "alloc") on ``nbytes``, with posenc's threads."""
+    import numpy as np
 
-    ``nbytes`` is the operand size; for "rmw" the bytes moved are twice that.
-    """
-
-    def record(kind: str, nbytes: int) -> None:
+    def done(kind: str, nbytes: int) -> None:
         info = posenc.info()
-        benchmark.extra_info.update(isa=info["isa"], threads=info["threads"], backend=info["backend"])
+        benchmark.extra_info.update(isa=info["isa"], threads=posenc.get_num_threads(), ceiling=kind)
         if benchmark.stats is None or benchmark.disabled:
             return
+        best = benchmark.stats.stats.min
+        target = nbytes if kind == "alloc" else np.ones(max(nbytes // 8, 1), np.uint64)
+        ceiling_s = timing.measure({"ceiling": timing.ceiling(kind, target)}, repeat=15)["ceiling"]
         moved = 2 * nbytes if kind == "rmw" else nbytes
-        rate = moved / benchmark.stats.stats.min
-        ceil = ceiling(kind, nbytes)
-        benchmark.extra_info.update(
-            bytes_moved=moved, gb_per_s=round(rate / 1e9, 2), ceiling=kind,
-            ceiling_gb_per_s=round(ceil / 1e9, 2), fraction_of_ceiling=round(rate / ceil, 3),
-        )
+        benchmark.extra_info.update(gb_per_s=round(moved / best / 1e9, 2), ceiling_ms=round(ceiling_s * 1e3, 4),
+                                    fraction_of_ceiling=round(ceiling_s / best, 3))
 
-    return record
-
-
-def requires_torch():
-    return pytest.mark.skipif(torch is None, reason="PyTorch not installed")
+    return done

@@ -34,6 +34,7 @@ SECTIONS = [  # family module -> heading, in page order: each module's __all__ l
     ("posenc._rope", "Rotary embeddings (RoPE)"),
     ("posenc._relative", "Relative positions (T5, ALiBi, Shaw)"),
     ("posenc._learned", "Learned tables"),
+    ("posenc._vision", "Vision and detection (MAE/DiT sincos, DETR, Swin)"),
 ]
 RUNTIME = "Runtime: backends, threads, information"
 

@@ -59,6 +59,13 @@ FAMILIES: Dict[str, Tuple[str, List[Mutant]]] = {
         Mutant("toeplitz_add", "one-element", out="out"),
         Mutant("t5_thresholds", "boundary-moved", result=True),
     ]),
+    "vision": ("tests/test_vision.py", [
+        Mutant("swin_bias", "one-element", out="out"),
+        Mutant("sinusoidal_table", "one-element", out="out"),
+        Mutant("sinusoidal_table", "sin-cos-layout-swapped", flip="interleaved"),
+        Mutant("toeplitz_copy", "one-element", out="out"),
+        Mutant("detr_gather", "one-element", out="out"),
+    ]),
     "learned": ("tests/test_learned.py", [
         Mutant("embedding_lookup", "one-element", out="out"),
         Mutant("embedding_add", "one-element", out="out"),

@@ -48,6 +48,12 @@ for _a in (X, SCORES, TABLE, POS):
     _a.flags.writeable = False
 
 X32 = X.reshape(4, 512, 512)
+SWIN_SCORES = _rng.standard_normal((32, 4, 49, 49)).astype(np.float32)  # [windows, heads, N, N], window 7
+SWIN_SCORES.flags.writeable = False
+DETR_VALID = np.ones((4, 64, 96), bool)  # a ragged padding mask
+for _b, (_h, _w) in enumerate([(64, 50), (30, 96), (64, 96), (10, 7)]):
+    DETR_VALID[_b, _h:, :] = DETR_VALID[_b, :, _w:] = False
+DETR_VALID.flags.writeable = False
 GRID = np.ascontiguousarray(TABLE.reshape(32, 64, 64)[:16])
 
 
@@ -80,6 +86,11 @@ KERNEL_CALLS: Dict[str, Callable[[Any], Any]] = {
     "embedding_grad": lambda out: posenc.embedding_grad(X32[..., :64], POS, 2048),
     "resize_table": lambda out: posenc.resize_table(TABLE, 3000),
     "resize_table_2d": lambda out: posenc.resize_table_2d(GRID.transpose(1, 2, 0), 90, 100),
+    "sinusoidal_nd": lambda out: posenc.sinusoidal_nd(POS.reshape(-1, 2), (64, 128), out=out),
+    "sincos_2d": lambda out: posenc.sincos_2d(768, (48, 64), extra_tokens=1, base_size=16, out=out),
+    "swin_bias": lambda out: posenc.swin_bias(TABLE[:23 * 23, :8], 12, out=out),
+    "add_swin_bias": lambda out: posenc.add_swin_bias(SWIN_SCORES, TABLE[:13 * 13, :4], 7, out=out),
+    "detr_sine": lambda out: posenc.detr_sine(DETR_VALID, normalize=True, out=out),
 }
 AVAILABLE = KERNEL_CALLS
 
@@ -253,27 +264,35 @@ def test_gil_is_released_while_a_kernel_runs():
     assert inside, f"no Python progress during a {took:.3f} s kernel call"
 
 
+# forked(n, child): run child() in n forked processes one after the other; their exit codes (0: True).
+# (Indented like the test bodies it is prepended to: run_python dedents the whole.)
+FORKED = """
+        import os
+        def forked(n, child):
+            codes = []
+            for _ in range(n):
+                pid = os.fork()
+                if pid == 0:
+                    os._exit(0 if child() else 1)
+                codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+            return codes
+"""
+
+
 @fork_tests
 def test_fork_after_multithreaded_calls_does_not_hang():
-    r = run_python(
-        """
-        import os, threading, numpy as np, posenc
+    r = run_python(FORKED + """
+        import threading, numpy as np, posenc
         x = np.ones((4, 2048, 128), np.float32)
         def work():
             for _ in range(3):
                 posenc.add_sinusoidal(x, offset=1)  # parallel regions from several Python threads
         threads = [threading.Thread(target=work) for _ in range(4)]
         [t.start() for t in threads]; [t.join() for t in threads]
-        codes = []
-        for _ in range(3):
-            pid = os.fork()
-            if pid == 0:
-                y = posenc.add_sinusoidal(x, offset=1)
-                ok = np.array_equal(y, posenc.add_sinusoidal(x[:1], offset=1)[0][None].repeat(4, 0))
-                os._exit(0 if ok else 1)
-            _, status = os.waitpid(pid, 0)
-            codes.append(os.waitstatus_to_exitcode(status))
-        print(codes)
+        def child():
+            y = posenc.add_sinusoidal(x, offset=1)
+            return np.array_equal(y, posenc.add_sinusoidal(x[:1], offset=1)[0][None].repeat(4, 0))
+        print(forked(3, child))
         """
     )
     assert r.returncode == 0, r.stderr
@@ -282,23 +301,15 @@ def test_fork_after_multithreaded_calls_does_not_hang():
 
 @fork_tests
 def test_fork_while_another_thread_is_inside_a_kernel_does_not_hang():
-    r = run_python(
-        """
-        import os, threading, numpy as np, posenc
+    r = run_python(FORKED + """
+        import threading, numpy as np, posenc
         x = np.ones((4, 2048, 128), np.float32)
         stop = threading.Event()
         def work():
             while not stop.is_set():
                 posenc.add_sinusoidal(x, out=x)
         t = threading.Thread(target=work); t.start()
-        codes = []
-        for _ in range(5):
-            pid = os.fork()
-            if pid == 0:
-                y = posenc.add_sinusoidal(np.zeros((2, 1000, 128), np.float32))
-                os._exit(0 if y.shape == (2, 1000, 128) else 1)
-            _, status = os.waitpid(pid, 0)
-            codes.append(os.waitstatus_to_exitcode(status))
+        codes = forked(5, lambda: posenc.add_sinusoidal(np.zeros((2, 1000, 128), np.float32)).shape == (2, 1000, 128))
         stop.set(); t.join()
         print(codes)
         """

@@ -173,3 +173,17 @@ def test_float64_results_are_exact_without_ml_dtypes():
         print("exact")
         """)
     assert r.returncode == 0 and r.stdout.strip() == "exact", r.stderr
+
+
+def test_a_bfloat16_tensor_without_ml_dtypes_names_the_missing_extra():
+    pytest.importorskip("torch")
+    r = run_python("""
+        import sys
+        sys.modules["ml_dtypes"] = None
+        import torch, posenc
+        try:
+            posenc.add_sinusoidal(torch.zeros(2, 4, dtype=torch.bfloat16))
+        except TypeError as exc:
+            print(exc)
+        """)
+    assert r.returncode == 0 and "x is a torch.bfloat16 tensor" in r.stdout and "posenc[bfloat16]" in r.stdout, r

@@ -3,38 +3,25 @@
 #include "posenc/learned.hpp"
 
 #include "posenc/buffer.hpp"
-#include "posenc/convert.hpp"
+#include "posenc/chunks.hpp"
 #include "posenc/parallel.hpp"
 
 POSENC_BEGIN_TARGET
 namespace {
 
-// x + t, correctly rounded to T. The 16-bit types are summed in double and
-// rounded once by store<T>; since double carries more than 2p + 2 bits of a
-// p-bit format, rounding the double sum again to T gives the same bits as
-// rounding the exact sum (no double-rounding error; Figueroa 1995). By the
-// same fact the hardware float sum is already what the double route gives,
-// so float and double add directly, without the conversions.
-template <class T>
-inline T rounded_sum(T x, T t) { return store<T>(load(x) + load(t)); }
-template <>
-inline float rounded_sum<float>(float x, float t) { return x + t; }
-template <>
-inline double rounded_sum<double>(double x, double t) { return x + t; }
-
-// One row: out = t (kAdd false, an exact copy) or rounded_sum(x, t). The contiguous
-// case is its own instantiation so the loop vectorises without gathers. x and
-// out may be the same row (in place): each element is read before it is
-// written, by the same iteration.
+// One row: out = t (kAdd false, an exact copy) or x + t rounded once
+// (add_rows). The contiguous case is its own instantiation so the loops are
+// compiled without strides. x and out may be the same row (in place).
 template <bool kAdd, bool kContiguous, class T>
-inline void embed_row(const T* __restrict t, std::int64_t tcs, const T* x, std::int64_t xcs, T* out,
-                      std::int64_t ocs, std::int64_t dim) {
+inline void embed_row(const T* t, std::int64_t tcs, const T* x, std::int64_t xcs, T* out, std::int64_t ocs,
+                      std::int64_t dim) {
     if (kContiguous) tcs = xcs = ocs = 1;
-#pragma omp simd
-    for (std::int64_t j = 0; j < dim; ++j) {
-        if (kAdd) out[j * ocs] = rounded_sum(x[j * xcs], t[j * tcs]);
-        else out[j * ocs] = t[j * tcs];
+    if (kAdd) {
+        add_rows<kContiguous>(x, xcs, t, tcs, out, ocs, dim);
+        return;
     }
+#pragma omp simd
+    for (std::int64_t j = 0; j < dim; ++j) out[j * ocs] = t[j * tcs];
 }
 
 // Every operand row k = o·period + i (o < repeats) uses table row
@@ -80,16 +67,18 @@ void add(const EmbeddingArgs& a, const void* x, const RowLayout& xl, void* out, 
     run<true, T>(a, static_cast<const T*>(x), &xl, static_cast<T*>(out), ol);
 }
 
-// The gradient accumulates in float for float32 and the 16-bit types (whose
-// values float holds exactly), in double for float64.
-template <class T> struct Accumulator { using type = float; };
-template <> struct Accumulator<double> { using type = double; };
-
-template <bool kContiguous, class A, class T>
-inline void accumulate_row(A* __restrict acc, const T* __restrict g, std::int64_t gcs, std::int64_t dim) {
+// acc += g for a row of dim elements. The gradient accumulates in Wide<T>:
+// float for float32 and the 16-bit types (whose values float holds exactly),
+// double for float64.
+template <bool kContiguous, class T>
+inline void accumulate_row(Wide<T>* __restrict acc, const T* g, std::int64_t gcs, std::int64_t dim) {
     if (kContiguous) gcs = 1;
+    for_row<kDirect<T, kContiguous>>(dim, [&](std::int64_t j0, auto m) {
+        Wide<T> buf[kBlock];
+        const Wide<T>* __restrict gw = read_chunk(g + j0 * gcs, gcs, m, buf);
 #pragma omp simd
-    for (std::int64_t j = 0; j < dim; ++j) acc[j] += static_cast<A>(load(g[j * gcs]));
+        for (std::int64_t j = 0; j < m; ++j) acc[j0 + j] += gw[j];
+    });
 }
 
 // First p in [0, n] with cost(p) = start[p] + p ≥ target (cost increases strictly).
@@ -113,7 +102,7 @@ inline std::int64_t first_position_costing(const std::int64_t* start, std::int64
 template <class T>
 void grad(const EmbeddingArgs& a, std::int64_t num_positions, const void* grad_data, const RowLayout& gl,
           void* out_data) {
-    using A = typename Accumulator<T>::type;
+    using A = Wide<T>;
     const T* g = static_cast<const T*>(grad_data);
     T* out = static_cast<T*>(out_data);
     const std::int64_t total = gl.batches * a.rows, period = a.period;
@@ -148,9 +137,7 @@ void grad(const EmbeddingArgs& a, std::int64_t num_positions, const void* grad_d
                 if (contiguous) accumulate_row<true>(acc, row, 1, a.dim);
                 else accumulate_row<false>(acc, row, gl.col_stride, a.dim);
             }
-            T* o = out + p * a.dim;
-#pragma omp simd
-            for (std::int64_t j = 0; j < a.dim; ++j) o[j] = store<T>(static_cast<double>(acc[j]));
+            write_chunk(acc, out + p * a.dim, 1, a.dim);  // the one rounding of the sum
         }
     });
 }

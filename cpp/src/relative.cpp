@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "posenc/convert.hpp"
+#include "posenc/chunks.hpp"
 #include "posenc/parallel.hpp"
 
 POSENC_BEGIN_TARGET
@@ -67,23 +67,6 @@ void copy(const ToeplitzArgs& a, void* out_v, const RowLayout& ol) {
     });
 }
 
-// x + bias rounded once. float and double: the IEEE operation itself. float16 and
-// bfloat16: their sum is exact in double, so rounding it once to T is the correct sum.
-inline float sum_once(float x, float b) { return x + b; }
-inline double sum_once(double x, double b) { return x + b; }
-template <class T>
-inline T sum_once(T x, T b) { return store<T>(load(x) + load(b)); }
-
-template <bool kContiguous, class T>
-inline void add_row(const T* x, std::int64_t xcs, const T* __restrict bias, T* out, std::int64_t ocs,
-                    std::int64_t n) {
-    if (kContiguous) xcs = ocs = 1;
-    // x may be out itself (in place): each element is read before it is written,
-    // so no restrict on x and out, and `omp simd` asserts that lanes are independent.
-#pragma omp simd
-    for (std::int64_t j = 0; j < n; ++j) out[j * ocs] = sum_once(x[j * xcs], bias[j]);
-}
-
 template <class T>
 void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_v, const RowLayout& ol) {
     const T* x = static_cast<const T*>(x_v);
@@ -94,8 +77,9 @@ void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_
         const T* xi = x + xl.batch_offsets[b] + i * xl.row_stride;
         T* oi = out + ol.batch_offsets[b] + i * ol.row_stride;
         // x and out are either the same memory or disjoint (the Python layer refuses partial overlap).
-        if (contiguous) add_row<true>(xi, 1, bias, oi, 1, a.cols);
-        else add_row<false>(xi, xl.col_stride, bias, oi, ol.col_stride, a.cols);
+        // The contiguous case is its own instantiation, compiled without strides.
+        if (contiguous) add_rows<true>(xi, 1, bias, 1, oi, 1, a.cols);
+        else add_rows<false>(xi, xl.col_stride, bias, 1, oi, ol.col_stride, a.cols);
     });
 }
 

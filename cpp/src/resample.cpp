@@ -1,27 +1,36 @@
 // Resampling one table axis with precomputed taps (linear or cubic). Compiled once per ISA.
 #include "posenc/resample.hpp"
 
-#include "posenc/convert.hpp"
+#include "posenc/chunks.hpp"
 #include "posenc/parallel.hpp"
 
 POSENC_BEGIN_TARGET
 namespace {
 
 // One output row: the taps are a compile-time count so the loop over them
-// unrolls and the loop over c vectorises.
+// unrolls and the loop over c vectorises. Source rows are read a chunk at a
+// time in their arithmetic type; the result, evaluated in double, is rounded
+// once into out.
 template <int kTaps, class S, class D>
 inline void resample_row(const double* __restrict w, const std::int64_t* __restrict j, const S* plane,
-                         std::int64_t n, D* __restrict out) {
+                         std::int64_t n, D* out) {
     constexpr int kAnchor = kTaps == 2 ? 0 : 1;
-    const S* __restrict base = plane + j[kAnchor] * n;
+    for_row<kDirect<S, true> && kDirect<D, true>>(n, [&](std::int64_t c0, auto m) {
+        Wide<S> bufs[kTaps][kBlock];
+        Result<D> res_buf[kBlock];
+        const Wide<S>* __restrict rows[kTaps];
+        for (int k = 0; k < kTaps; ++k) rows[k] = read_chunk(plane + j[k] * n + c0, 1, m, bufs[k]);
+        Result<D>* __restrict res = result_chunk(out + c0, 1, res_buf);
 #pragma omp simd
-    for (std::int64_t c = 0; c < n; ++c) {
-        const double b = load(base[c]);
-        double delta = 0.0;
-        for (int k = 0; k < kTaps; ++k)
-            if (k != kAnchor) delta += w[k] * (load(plane[j[k] * n + c]) - b);
-        out[c] = store<D>(b + delta);
-    }
+        for (std::int64_t c = 0; c < m; ++c) {
+            const double b = rows[kAnchor][c];
+            double delta = 0.0;
+            for (int k = 0; k < kTaps; ++k)
+                if (k != kAnchor) delta += w[k] * (static_cast<double>(rows[k][c]) - b);
+            res[c] = static_cast<Result<D>>(b + delta);
+        }
+        write_chunk(res, out + c0, 1, m);
+    });
 }
 
 // Output rows (o, i) are independent: threads take contiguous ranges of them,

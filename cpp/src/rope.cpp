@@ -11,16 +11,18 @@
 //
 // Precision: float64, float16 and bfloat16 data rotate in float64 and are
 // rounded once. float32 data rotate in float32, with cos/sin rounded to
-// float32 once: each output is u·c − v·s with |c|, |s| ≤ 1 off by at most
-// 2^-25 each, and two roundings of the products, so the error is below
-// ~3·2^-24·max(|u|, |v|) (≈ 2e-7 for inputs of magnitude 1) at any position,
-// against the 4e-6 target; the angles themselves are exact to ~1e-9 rad at
-// positions of 2^23. Doing the float32 rotation in float32 halves the
-// register width per element and keeps the loop at memory speed.
+// float32 once: each output is u·c − v·s where c and s carry one rounding
+// each (relative 2^-24), the products one each (one of them fused into an FMA
+// on the AVX2/AVX-512 paths) and the difference one, so the error is below
+// 3·2^-24·sqrt(u² + v²) (|c|, |s| ≤ 1 and |u·c| + |v·s| ≤ sqrt(u² + v²)) —
+// about 2.5e-7 for inputs of magnitude 1 — at any position; the angles
+// themselves are exact to ~1e-9 rad at positions of 2^23. Doing the float32
+// rotation in float32 halves the register width per element and keeps the
+// loop at memory speed.
 #include "posenc/rope.hpp"
 
 #include "posenc/angles.hpp"
-#include "posenc/convert.hpp"
+#include "posenc/chunks.hpp"
 #include "posenc/parallel.hpp"
 #include "posenc/buffer.hpp"
 
@@ -31,42 +33,60 @@ namespace {
 template <class T> struct ComputeOf { using type = double; };
 template <> struct ComputeOf<float> { using type = float; };
 
-template <class R, class T> inline R load_as(T v) { return static_cast<R>(load(v)); }
-template <> inline float load_as<float, float>(float v) { return v; }
-inline float to_storage(float v, float*) { return v; }
-template <class T> inline T to_storage(double v, T*) { return store<T>(v); }
-
 // One vector of `cols` features: rotate the 2·half leading ones, copy the
-// rest when out is not x. x and o may be the same memory: each lane reads
-// its own pair before writing it, so there is no dependence between lanes.
-// kHalf > 0 fixes the pair count at compile time (head_dim 64 and 128 with
-// full rotation): the loop then unrolls completely, without the prologue and
-// epilogue that otherwise cost as much as the 4-8 vector iterations of a head.
+// rest when out is not x. Features are read and results written a chunk of
+// pairs at a time through chunks.hpp (in place for float32/float64, through
+// converted buffers for float16/bfloat16). x and o may be the same memory:
+// each lane reads its own pair before writing it, and a buffered chunk is
+// read whole before it is written. kHalf > 0 fixes the pair count at compile
+// time (head_dim 64 and 128 with full rotation): the loop then unrolls
+// completely, without the prologue and epilogue that otherwise cost as much
+// as the 4-8 vector iterations of a head.
 template <bool kInterleaved, bool kContiguous, std::int64_t kHalf, class T, class R>
 inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, const R* __restrict c,
                           const R* __restrict s, std::int64_t half, std::int64_t cols, bool copy_tail) {
+    using W = Wide<T>;
+    using Res = Result<T>;
     if (kContiguous) xs = os = 1;
     if (kHalf > 0) half = kHalf;
-    if (kInterleaved) {
-        // Interleaved tables hold each pair's cos twice and its sin as
-        // (−s, +s) (see block_table), so out = x·c + swap(x)·s: contiguous
-        // loads and stores and one in-register swap, where the (u, v) form
-        // needs de- and re-interleaving shuffles.
+    // Blocks of pairs: kBlock pairs (interleaved: 2·kBlock features).
+    for_row<kDirect<T, kContiguous>>(half, [&](std::int64_t i0, auto m) {
+        W xb[2 * kBlock];
+        Res rb[2 * kBlock];
+        if (kInterleaved) {
+            // Interleaved tables hold each pair's cos twice and its sin as
+            // (−s, +s) (see block_table), so out = x·c + swap(x)·s: contiguous
+            // loads and stores and one in-register swap, where the (u, v) form
+            // needs de- and re-interleaving shuffles.
+            const W* xw = read_chunk(x + 2 * i0 * xs, xs, 2 * m, xb);
+            Res* ow = result_chunk(o + 2 * i0 * os, os, rb);
+            const R* __restrict ci = c + 2 * i0;
+            const R* __restrict si = s + 2 * i0;
 #pragma omp simd
-        for (std::int64_t i = 0; i < half; ++i) {
-            const std::int64_t j = 2 * i;
-            const R u = load_as<R>(x[j * xs]), v = load_as<R>(x[(j + 1) * xs]);
-            o[j * os] = to_storage(u * c[j] + v * s[j], static_cast<T*>(nullptr));
-            o[(j + 1) * os] = to_storage(v * c[j + 1] + u * s[j + 1], static_cast<T*>(nullptr));
-        }
-    } else {
+            for (std::int64_t i = 0; i < m; ++i) {
+                const std::int64_t j = 2 * i;
+                const R u = static_cast<R>(xw[j]), v = static_cast<R>(xw[j + 1]);
+                ow[j] = static_cast<Res>(u * ci[j] + v * si[j]);
+                ow[j + 1] = static_cast<Res>(v * ci[j + 1] + u * si[j + 1]);
+            }
+            write_chunk(ow, o + 2 * i0 * os, os, 2 * m);
+        } else {
+            const W* uw = read_chunk(x + i0 * xs, xs, m, xb);
+            const W* vw = read_chunk(x + (half + i0) * xs, xs, m, xb + kBlock);
+            Res* uo = result_chunk(o + i0 * os, os, rb);
+            Res* vo = result_chunk(o + (half + i0) * os, os, rb + kBlock);
+            const R* __restrict ci = c + i0;
+            const R* __restrict si = s + i0;
 #pragma omp simd
-        for (std::int64_t i = 0; i < half; ++i) {
-            const R u = load_as<R>(x[i * xs]), v = load_as<R>(x[(i + half) * xs]);
-            o[i * os] = to_storage(u * c[i] - v * s[i], static_cast<T*>(nullptr));
-            o[(i + half) * os] = to_storage(v * c[i] + u * s[i], static_cast<T*>(nullptr));
+            for (std::int64_t i = 0; i < m; ++i) {
+                const R u = static_cast<R>(uw[i]), v = static_cast<R>(vw[i]);
+                uo[i] = static_cast<Res>(u * ci[i] - v * si[i]);
+                vo[i] = static_cast<Res>(v * ci[i] + u * si[i]);
+            }
+            write_chunk(uo, o + i0 * os, os, m);
+            write_chunk(vo, o + (half + i0) * os, os, m);
         }
-    }
+    });
     if (copy_tail)
         for (std::int64_t j = 2 * half; j < cols; ++j) o[j * os] = x[j * xs];
 }
@@ -121,7 +141,8 @@ inline Positions group_positions(const RopeArgs& a, std::int64_t axis, std::int6
     return {a.positions + (axis * a.groups + g) * a.rows, 0.0};
 }
 
-// Per-thread buffers: float64 sin/cos of the current row and M-RoPE angles.
+// Per-thread buffers: float64 sin/cos of the current row (s, then c = s + half)
+// and M-RoPE angles.
 struct RowScratch {
     double* s;
     double* c;
@@ -135,7 +156,7 @@ void block_table(const RopeArgs& a, const AngleStep& step, std::int64_t g, std::
                  const RowScratch& w, R* ct, R* st) {
     const std::int64_t half = a.half;
     const double cs = a.scale, ss = a.inverse ? -a.scale : a.scale;
-    AngleRows angles(group_positions(a, 0, g), a.inv_freq, half, step, w.s, w.c);
+    AngleRows angles(group_positions(a, 0, g), a.inv_freq, half, step, w.s);
     for (std::int64_t r = r0; r < r1; ++r) {
         const double* s;
         const double* c;
@@ -240,6 +261,18 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     });
 }
 
+// out[j] = scale·v[j] rounded once to T, j < n.
+template <class T>
+inline void scaled_row(const double* __restrict v, double scale, std::int64_t n, T* out) {
+    for_row<kDirect<T, true>>(n, [&](std::int64_t j0, auto m) {
+        Result<T> buf[kBlock];
+        Result<T>* res = result_chunk(out + j0, 1, buf);
+#pragma omp simd
+        for (std::int64_t j = 0; j < m; ++j) res[j] = static_cast<Result<T>>(scale * v[j0 + j]);
+        write_chunk(res, out + j0, 1, m);
+    });
+}
+
 template <class T>
 void cos_sin(const RopeArgs& a, void* cos_out, void* sin_out) {
     const std::int64_t half = a.half;
@@ -251,17 +284,11 @@ void cos_sin(const RopeArgs& a, void* cos_out, void* sin_out) {
     T* co = static_cast<T*>(cos_out);
     T* so = static_cast<T*>(sin_out);
     parallel_chunks(blocks, threads, [&](std::int64_t begin, std::int64_t end, int t) {
-        double* mine = scratch.data() + 2 * half * (t + 1);
-        AngleRows angles(group_positions(a, 0, 0), a.inv_freq, half, step, mine, mine + half);
+        AngleRows angles(group_positions(a, 0, 0), a.inv_freq, half, step, scratch.data() + 2 * half * (t + 1));
         for (std::int64_t r = begin * kAnchorRows; r < end * kAnchorRows && r < a.rows; ++r) {
             angles.seek(r);
-            const double* s = angles.s();
-            const double* c = angles.c();
-#pragma omp simd
-            for (std::int64_t j = 0; j < half; ++j) {
-                co[r * half + j] = store<T>(a.scale * c[j]);
-                so[r * half + j] = store<T>(a.scale * s[j]);
-            }
+            scaled_row(angles.c(), a.scale, half, co + r * half);
+            scaled_row(angles.s(), a.scale, half, so + r * half);
         }
     });
 }

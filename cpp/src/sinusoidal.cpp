@@ -2,59 +2,79 @@
 #include "posenc/sinusoidal.hpp"
 
 #include "posenc/angles.hpp"
-#include "posenc/convert.hpp"
-#include "posenc/parallel.hpp"
 #include "posenc/buffer.hpp"
+#include "posenc/chunks.hpp"
+#include "posenc/parallel.hpp"
 
 POSENC_BEGIN_TARGET
 namespace {
 
-// One row: out = PE (kAdd false) or scale·x + PE (kAdd true), in double,
-// rounded once. Sine i sits at column 2i (interleaved) or i; its cosine right
-// after it or `half` columns later. The contiguous case is its own
-// instantiation so the loop vectorises without gathers.
-template <bool kAdd, bool kInterleaved, bool kContiguous, class T>
-inline void encode_row(const double* __restrict s, const double* __restrict c, std::int64_t half,
-                       double scale, const T* x, std::int64_t xcs, T* out, std::int64_t ocs) {
-    if (kContiguous) xcs = ocs = 1;
-    constexpr std::int64_t step = kInterleaved ? 2 : 1;
-    const std::int64_t cos_base = kInterleaved ? 1 : half;
-#pragma omp simd
-    for (std::int64_t i = 0; i < half; ++i) {
-        const std::int64_t js = i * step, jc = cos_base + i * step;
-        double vs = s[i], vc = c[i];
-        if (kAdd) {
-            vs = scale * load(x[js * xcs]) + vs;
-            vc = scale * load(x[jc * xcs]) + vc;
-        }
-        out[js * ocs] = store<T>(vs);
-        out[jc * ocs] = store<T>(vc);
+// Columns [0, n) of a row: out[j] = v[j] (kAdd false) or scale·x[j] + v[j] in
+// double (kAdd true), rounded once. In place, out is x: each lane reads its x
+// before writing it.
+template <bool kAdd, bool kContiguous, class T>
+inline void encode_run(const double* __restrict v, std::int64_t n, double scale, const T* x, std::int64_t xcs,
+                       T* out, std::int64_t ocs) {
+    using R = Result<T>;
+    if (!kAdd) {  // the values themselves, rounded once
+        write_chunk(v, out, ocs, n);
+        return;
     }
+    for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t j0, auto m) {
+        Wide<T> xb[kBlock];
+        R rb[kBlock];
+        const Wide<T>* xw = read_chunk(x + j0 * xcs, xcs, m, xb);
+        R* res = result_chunk(out + j0 * ocs, ocs, rb);
+#pragma omp simd
+        for (std::int64_t j = 0; j < m; ++j) res[j] = static_cast<R>(scale * static_cast<double>(xw[j]) + v[j0 + j]);
+        write_chunk(res, out + j0 * ocs, ocs, m);
+    });
 }
 
-template <bool kAdd, class T>
-inline void encode(const SinusoidalArgs& a, const double* s, const double* c, double scale, const T* x,
-                   std::int64_t xcs, T* out, std::int64_t ocs) {
-    const bool contiguous = ocs == 1 && (!kAdd || xcs == 1);
-    const std::int64_t half = a.half;
-    if (a.interleaved) {
-        const std::int64_t pairs = a.cols / 2;
-        if (contiguous) encode_row<kAdd, true, true>(s, c, pairs, scale, x, xcs, out, ocs);
-        else encode_row<kAdd, true, false>(s, c, pairs, scale, x, xcs, out, ocs);
-        if (a.cols % 2) {  // a row cut after a sine (never with kAdd: x rows are whole)
-            const std::int64_t j = a.cols - 1;
-            out[j * ocs] = store<T>(kAdd ? scale * load(x[j * xcs]) + s[pairs] : s[pairs]);
+// The same for pairs of columns [0, 2n) of an interleaved row: column 2i from s[i], 2i + 1 from c[i].
+template <bool kAdd, bool kContiguous, class T>
+inline void encode_pairs(const double* __restrict s, const double* __restrict c, std::int64_t n, double scale,
+                         const T* x, std::int64_t xcs, T* out, std::int64_t ocs) {
+    using R = Result<T>;
+    for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t i0, auto m) {
+        Wide<T> xb[2 * kBlock];
+        R rb[2 * kBlock];
+        const Wide<T>* xw = kAdd ? read_chunk(x + 2 * i0 * xcs, xcs, 2 * m, xb) : nullptr;
+        R* res = result_chunk(out + 2 * i0 * ocs, ocs, rb);
+#pragma omp simd
+        for (std::int64_t i = 0; i < m; ++i) {
+            const double vs = s[i0 + i], vc = c[i0 + i];
+            res[2 * i] = static_cast<R>(kAdd ? scale * static_cast<double>(xw[2 * i]) + vs : vs);
+            res[2 * i + 1] = static_cast<R>(kAdd ? scale * static_cast<double>(xw[2 * i + 1]) + vc : vc);
+        }
+        write_chunk(res, out + 2 * i0 * ocs, ocs, 2 * m);
+    });
+}
+
+// One row of `cols` columns of the encoding whose sines and cosines are s and
+// c (`half` each): interleaved [s0 c0 s1 c1 ...] or split [s0 s1 ... c0 c1 ...].
+// The contiguous case is its own instantiation, compiled without strides.
+template <bool kAdd, bool kInterleaved, bool kContiguous, class T>
+inline void encode_row(const double* s, const double* c, std::int64_t half, std::int64_t cols, double scale,
+                       const T* x, std::int64_t xcs, T* out, std::int64_t ocs) {
+    if (kContiguous) xcs = ocs = 1;
+    if (kInterleaved) {
+        encode_pairs<kAdd, kContiguous>(s, c, cols / 2, scale, x, xcs, out, ocs);
+        if (cols % 2) {  // a row cut after a sine (2-D/3-D layouts; never with kAdd: x rows are whole)
+            const std::int64_t j = cols - 1;
+            out[j * ocs] = store<T>(kAdd ? scale * load(x[j * xcs]) + s[cols / 2] : s[cols / 2]);
         }
     } else {
-        if (contiguous) encode_row<kAdd, false, true>(s, c, half, scale, x, xcs, out, ocs);
-        else encode_row<kAdd, false, false>(s, c, half, scale, x, xcs, out, ocs);
+        encode_run<kAdd, kContiguous>(s, half, scale, x, xcs, out, ocs);
+        encode_run<kAdd, kContiguous>(c, half, scale, kAdd ? x + half * xcs : x, xcs, out + half * ocs, ocs);
     }
 }
 
 // Rows [0, rows) in anchor blocks; each block of rows is encoded into
-// batches [b0, b1) of every operand. Work items are (block, batch slice)
-// pairs, so a short sequence with many batches still uses every thread.
-template <bool kAdd, class T>
+// batches [b0, b1) of every operand, so a row's sines are computed once for
+// all batches. Work items are (block, batch slice) pairs, so a short
+// sequence with many batches still uses every thread.
+template <bool kAdd, bool kInterleaved, class T>
 void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl, T* out, const RowLayout& ol) {
     const std::int64_t half = a.half;
     const std::int64_t blocks = (a.rows + kAnchorRows - 1) / kAnchorRows;
@@ -66,10 +86,10 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     Scratch scratch(2 * half * (threads + 1));
     const AngleStep step{scratch.data(), scratch.data() + half};
     sincos_scaled(1.0, a.inv_freq, scratch.data(), scratch.data() + half, half);
+    const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
 
     parallel_chunks(items, threads, [&](std::int64_t begin, std::int64_t end, int t) {
-        double* mine = scratch.data() + 2 * half * (t + 1);
-        AngleRows angles(a.positions, a.inv_freq, half, step, mine, mine + half);
+        AngleRows angles(a.positions, a.inv_freq, half, step, scratch.data() + 2 * half * (t + 1));
         for (std::int64_t item = begin; item < end; ++item) {
             const std::int64_t block = item / slices, slice = item % slices;
             const std::int64_t b0 = ol.batches * slice / slices, b1 = ol.batches * (slice + 1) / slices;
@@ -80,23 +100,34 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
                 for (std::int64_t b = b0; b < b1; ++b) {
                     T* o = out + ol.batch_offsets[b] + row * ol.row_stride;
                     const T* xi = kAdd ? x + xl->batch_offsets[b] + row * xl->row_stride : nullptr;
-                    encode<kAdd>(a, angles.s(), angles.c(), scale, xi, kAdd ? xl->col_stride : 0, o,
-                                 ol.col_stride);
+                    const std::int64_t xcs = kAdd ? xl->col_stride : 0;
+                    if (contiguous)
+                        encode_row<kAdd, kInterleaved, true>(angles.s(), angles.c(), half, a.cols, scale, xi, 1, o, 1);
+                    else
+                        encode_row<kAdd, kInterleaved, false>(angles.s(), angles.c(), half, a.cols, scale, xi, xcs,
+                                                              o, ol.col_stride);
                 }
             }
         }
     });
 }
 
+template <bool kAdd, class T>
+void run_layout(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl, T* out,
+                const RowLayout& ol) {
+    if (a.interleaved) run<kAdd, true>(a, scale, x, xl, out, ol);
+    else run<kAdd, false>(a, scale, x, xl, out, ol);
+}
+
 template <class T>
 void table(const SinusoidalArgs& a, void* out, const RowLayout& ol) {
-    run<false, T>(a, 1.0, nullptr, nullptr, static_cast<T*>(out), ol);
+    run_layout<false, T>(a, 1.0, nullptr, nullptr, static_cast<T*>(out), ol);
 }
 
 template <class T>
 void add(const SinusoidalArgs& a, double scale, const void* x, const RowLayout& xl, void* out,
          const RowLayout& ol) {
-    run<true, T>(a, scale, static_cast<const T*>(x), &xl, static_cast<T*>(out), ol);
+    run_layout<true, T>(a, scale, static_cast<const T*>(x), &xl, static_cast<T*>(out), ol);
 }
 
 }  // namespace

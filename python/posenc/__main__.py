@@ -107,14 +107,40 @@ def _compare_cmd(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     from . import _bench
+    from ._backend import native
 
-    results = _bench.run(quick=args.quick, repeat=args.repeat, only=args.only, torch=not args.no_torch,
-                         progress=False if args.no_progress else None)
+    if native is None:
+        print("posenc bench: the compiled core is not available", file=sys.stderr)
+        return 2
+    dtypes = [d.strip() for d in args.dtype.split(",")]
+    try:
+        _bench.available_dtypes(dtypes)
+    except ValueError as exc:
+        print(f"posenc bench: {exc}", file=sys.stderr)
+        return 2
+    if args.isa == "all":
+        forwarded = ["--repeat", str(args.repeat), "--dtype", args.dtype] + (["--quick"] if args.quick else [])
+        forwarded += ["--only", args.only] if args.only else []
+        runs = _bench.run_isas(forwarded, rounds=args.rounds)
+        results: Any = runs
+    else:
+        if args.isa:
+            native.select_isa(args.isa)
+        results = _bench.run(quick=args.quick, repeat=args.repeat, only=args.only, torch=not args.no_torch,
+                             progress=False if args.no_progress else None, dtypes=dtypes,
+                             baselines=args.baselines != "none", small_calls=not args.no_small)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
-        print(f"wrote {args.json}")
+        print(f"wrote {args.json}", file=sys.stderr)
     return 0
+
+
+def _encoding_size_arguments(command: argparse.ArgumentParser) -> None:
+    """--length, --dim, --heads: the encodings that plot and compare measure (posenc._compare.Settings)."""
+    command.add_argument("--length", type=int, default=512, help="the training length L (default 512)")
+    command.add_argument("--dim", type=int, default=64)
+    command.add_argument("--heads", type=int, default=8)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -140,34 +166,39 @@ def parser() -> argparse.ArgumentParser:
     table.add_argument("-o", "--output", default="table.npy")
     table.set_defaults(run=_table)
 
-    from ._plot import FIGURES, KINDS
+    from ._plot import FIGURES, KINDS, VISION_KINDS
 
     plot = sub.add_parser("plot", help="PNG figures: table heatmap, similarity vs distance, RoPE spectrum")
-    plot.add_argument("kind", choices=list(KINDS) + ["all"], metavar="KIND",
-                      help=f"one of {', '.join(KINDS)}, or all (every similarity curve in one figure)")
+    plot.add_argument("kind", choices=list(KINDS) + list(VISION_KINDS) + ["all"], metavar="KIND",
+                      help=f"one of {', '.join(list(KINDS) + list(VISION_KINDS))}, or all (every similarity "
+                           "curve in one figure); swin and detr have the heatmap only")
     plot.add_argument("-o", "--output", default=None,
                       help="the PNG (several figures: FILE's stem + _heatmap/_similarity/_spectrum); default KIND.png")
     plot.add_argument("--figure", default="all", choices=list(FIGURES) + ["all"])
-    plot.add_argument("--length", type=int, default=512)
-    plot.add_argument("--dim", type=int, default=64)
-    plot.add_argument("--heads", type=int, default=8)
+    _encoding_size_arguments(plot)
     plot.set_defaults(run=_plot)
 
     compare = sub.add_parser("compare", help="properties of the encodings side by side (computed)")
-    compare.add_argument("--length", type=int, default=512, help="the training length L (default 512)")
-    compare.add_argument("--dim", type=int, default=64)
-    compare.add_argument("--heads", type=int, default=8)
+    _encoding_size_arguments(compare)
     compare.add_argument("--seed", type=int, default=0)
     compare.add_argument("--only", nargs="*", default=None, help="encodings whose name contains one of these")
     compare.add_argument("--markdown", action="store_true", help="a Markdown table")
     compare.add_argument("--json", action="store_true", help="every number as JSON")
     compare.set_defaults(run=_compare_cmd)
 
-    bench = sub.add_parser("bench", help="time every kernel against the reference (and PyTorch)")
+    bench = sub.add_parser("bench", help="time every kernel against its memory ceiling, NumPy and PyTorch")
     bench.add_argument("--quick", action="store_true", help="smaller sizes")
-    bench.add_argument("--repeat", type=int, default=10)
-    bench.add_argument("--only", default=None, help="only cases whose name contains this")
-    bench.add_argument("--no-torch", action="store_true", help="skip the PyTorch column")
+    bench.add_argument("--repeat", type=int, default=10, help="timed rounds per case (the best one counts)")
+    bench.add_argument("--only", default=None, help="only cases whose name contains this ('small': small calls only)")
+    bench.add_argument("--dtype", default="float32",
+                       help="comma-separated float32, float16, bfloat16, float64, or all (adds the dtype table)")
+    bench.add_argument("--isa", default=None,
+                       help="run on one path (baseline, avx2, avx512), or 'all': every path the CPU has, "
+                            "each in its own process, and posenc's default, side by side")
+    bench.add_argument("--rounds", type=int, default=1, help="with --isa all: sweeps, keeping each best time")
+    bench.add_argument("--baselines", default="all", choices=["all", "none"], help="time NumPy/PyTorch too")
+    bench.add_argument("--no-torch", action="store_true", help="skip the PyTorch columns")
+    bench.add_argument("--no-small", action="store_true", help="skip the small-call table")
     bench.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     bench.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
     bench.set_defaults(run=_bench)

@@ -65,7 +65,7 @@ def entry(builder: F) -> F:
     @functools.wraps(builder)
     def public(*args: Any, **kwargs: Any) -> Any:
         plan = builder(*args, **kwargs)
-        return _TABLES[_backend.get_backend()][type(plan)](plan)
+        return _TABLES[_backend._current][type(plan)](plan)
 
     @functools.wraps(builder)
     def twin(*args: Any, **kwargs: Any) -> Any:

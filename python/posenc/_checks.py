@@ -9,6 +9,7 @@ or shape. Nothing here writes to user memory, so a failed check leaves every
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from typing import Any, NamedTuple, Optional, Sequence, Tuple
@@ -168,24 +169,26 @@ def as_array(value: Any, name: str) -> np.ndarray:
     try:
         return np.asarray(value)
     except Exception as exc:  # noqa: BLE001 - re-raised with the argument's name
-        view = _torch_bfloat16(value)
+        view = _torch_bfloat16(value, name)
         if view is not None:
             return view
         raise TypeError(f"{name} must be array-like, got {type(value).__name__}: {exc}") from None
 
 
-def _torch_bfloat16(value: Any) -> Optional[np.ndarray]:
+def _torch_bfloat16(value: Any, name: str) -> Optional[np.ndarray]:
     """A CPU ``torch.bfloat16`` tensor as an ml_dtypes bfloat16 view of its memory (no copy).
 
     Neither NumPy's ``__array__`` path nor its DLPack import knows bfloat16;
     the tensor's bits are read as int16 and reinterpreted.
     """
-    if BFLOAT16 is None or type(value).__module__.split(".")[0] != "torch":
+    if type(value).__module__.split(".")[0] != "torch":
         return None
     import torch
 
     if not isinstance(value, torch.Tensor) or value.dtype != torch.bfloat16 or value.device.type != "cpu":
         return None
+    if BFLOAT16 is None:  # the feature needs ml_dtypes: say so rather than fail on NumPy's message
+        raise TypeError(f"{name} is a torch.bfloat16 tensor, which needs ml_dtypes: pip install 'posenc[bfloat16]'")
     return np.asarray(value.detach().view(torch.int16).numpy()).view(BFLOAT16)
 
 
@@ -252,6 +255,10 @@ class Out(NamedTuple):
     given: Any
 
 
+# Out's constructor without NamedTuple's keyword handling (a tiny call builds one on every in-place call).
+_new_out = functools.partial(tuple.__new__, Out)
+
+
 def out_target(
     out: Any,
     shape: Sequence[int],
@@ -262,7 +269,11 @@ def out_target(
     """:func:`output` as an :class:`Out` record (None if ``out`` is None)."""
     if out is None:
         return None
-    return Out(output(out, shape, dtype, inputs, name), out)  # type: ignore[arg-type]
+    if inputs and out is inputs[0][0]:
+        flags = out.flags
+        if flags.writeable and (flags.c_contiguous or flags.f_contiguous):
+            return _new_out((out, out))  # in place on the (contiguous) input itself: nothing can go wrong
+    return _new_out((output(out, shape, dtype, inputs, name), out))
 
 
 def output(
@@ -279,10 +290,6 @@ def output(
     """
     if out is None:
         return None
-    if inputs and out is inputs[0][0]:
-        flags = out.flags
-        if flags.writeable and (flags.c_contiguous or flags.f_contiguous):
-            return out  # in place on the (contiguous) input itself, the common case: nothing else can go wrong
     if not isinstance(out, np.ndarray) and not _exposes_memory(out):
         # np.asarray(list) is a new array: the results would go there and the caller's
         # list would stay as it was.
@@ -348,14 +355,7 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
         return True
 
 
-def aligned(arr: np.ndarray) -> bool:
-    """Whether the kernels can address ``arr`` element by element.
-
-    NumPy's ALIGNED flag covers the data pointer and every stride; for the
-    float types posenc handles the alignment equals the itemsize.
-    """
-    return bool(arr.flags.aligned)
-
-
-# Moved to _rounding (shared maths, not validation); kept here until every family imports it from there.
-from ._rounding import round_once  # noqa: E402,F401
+def disjoint(a: np.ndarray, a_name: str, b: np.ndarray, b_name: str) -> None:
+    """Refuse two operands that may share memory (an ``out`` and another call's operand, or two outs)."""
+    if _overlap(a, b):
+        raise ValueError(f"{a_name} overlaps {b_name}")

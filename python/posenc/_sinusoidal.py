@@ -137,6 +137,31 @@ def add_sinusoidal(
     return SinusoidalAdd(xa, pos, float(start), inv_freq, interleaved, scale, target)
 
 
+def _grid_doc(axes: str) -> Any:
+    """Fill the Parameters and Returns of a ``[axes..., dim]`` grid encoding into a docstring."""
+    shape = f"[{axes}, dim]"
+
+    def fill(func: Any) -> Any:
+        func.__doc__ = func.__doc__.replace("__GRID_PARAMETERS__", f"""    Parameters
+    ----------
+    {axes} : int
+        Grid size (>= 0).
+    dim : int
+        Channels per cell (>= 1).
+    base : float
+        The frequency base (> 0, not 1).
+    dtype : float32, float64, float16 or bfloat16
+        Result dtype; computed in float64, rounded once.
+    out : array of shape {shape} and dtype ``dtype``, optional
+        Written in place and returned.
+
+    Returns
+    -------
+    ndarray of shape {shape}""")
+        return func
+    return fill
+
+
 def _grid(sizes: Tuple[Any, ...], dim: Any, base: Any, dtype: Any, out: Any) -> SinusoidalGrid:
     """The plan of sinusoidal_2d/3d: sizes in order (depth,) height, width."""
     names = ("depth", "height", "width")[-len(sizes):]
@@ -150,6 +175,7 @@ def _grid(sizes: Tuple[Any, ...], dim: Any, base: Any, dtype: Any, out: Any) -> 
 
 
 @entry
+@_grid_doc("height, width")
 def sinusoidal_2d(height: int, width: int, dim: int, *, base: float = 10000.0, dtype: Any = np.float32, out: Any = None) -> Any:
     """2-D sinusoidal encodings for a ``height × width`` grid (images).
 
@@ -158,22 +184,7 @@ def sinusoidal_2d(height: int, width: int, dim: int, *, base: float = 10000.0, d
     ω_i = base^(-2i/c), the row (height) axis first, then the column axis,
     the concatenation cut to ``dim`` (any dim >= 1).
 
-    Parameters
-    ----------
-    height, width : int
-        Grid size (>= 0).
-    dim : int
-        Channels per cell (>= 1).
-    base : float
-        The frequency base (> 0, not 1).
-    dtype : float32, float64, float16 or bfloat16
-        Result dtype; computed in float64, rounded once.
-    out : array of shape [height, width, dim] and dtype ``dtype``, optional
-        Written in place and returned.
-
-    Returns
-    -------
-    ndarray of shape [height, width, dim]
+__GRID_PARAMETERS__
 
     Examples
     --------
@@ -188,6 +199,7 @@ def sinusoidal_2d(height: int, width: int, dim: int, *, base: float = 10000.0, d
 
 
 @entry
+@_grid_doc("depth, height, width")
 def sinusoidal_3d(
     depth: int, height: int, width: int, dim: int, *, base: float = 10000.0, dtype: Any = np.float32, out: Any = None
 ) -> Any:
@@ -197,22 +209,7 @@ def sinusoidal_3d(
     c = 2·ceil(dim/6) channels per axis (depth, height, width in that order),
     interleaved sin/cos with ω_i = base^(-2i/c), cut to ``dim``.
 
-    Parameters
-    ----------
-    depth, height, width : int
-        Grid size (>= 0).
-    dim : int
-        Channels per cell (>= 1).
-    base : float
-        The frequency base (> 0, not 1).
-    dtype : float32, float64, float16 or bfloat16
-        Result dtype; computed in float64, rounded once.
-    out : array of shape [depth, height, width, dim] and dtype ``dtype``, optional
-        Written in place and returned.
-
-    Returns
-    -------
-    ndarray of shape [depth, height, width, dim]
+__GRID_PARAMETERS__
 
     Examples
     --------

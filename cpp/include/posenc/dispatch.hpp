@@ -23,22 +23,30 @@ const char* isa_name(Isa isa);
 void select_isa(const std::string& name);
 
 template <class Table>
-const Table& dispatch(const Table& baseline, const Table& avx2, const Table& avx512) {
-    switch (active_isa()) {
+const Table& dispatch_for(Isa isa, const Table& baseline, const Table& avx2, const Table& avx512) {
+    switch (isa) {
         case Isa::avx512: return avx512;
         case Isa::avx2: return avx2;
         default: return baseline;
     }
 }
 
+template <class Table>
+const Table& dispatch(const Table& baseline, const Table& avx2, const Table& avx512) {
+    return dispatch_for(active_isa(), baseline, avx2, avx512);
+}
+
 }  // namespace posenc
 
 // Declares a family's table in each ISA namespace and the dispatched accessor
-// `name()` returning the active one.
+// `name_kernels()` returning the active one (`name_kernels_for(isa)`: that ISA's).
 #define POSENC_DECLARE_KERNELS(Table, name)                                      \
     namespace baseline { extern const Table name; }                              \
     namespace avx2 { extern const Table name; }                                  \
     namespace avx512 { extern const Table name; }                                \
     inline const Table& name##_kernels() {                                       \
         return ::posenc::dispatch(baseline::name, avx2::name, avx512::name);     \
+    }                                                                            \
+    inline const Table& name##_kernels_for(::posenc::Isa isa) {                  \
+        return ::posenc::dispatch_for(isa, baseline::name, avx2::name, avx512::name); \
     }

@@ -21,20 +21,14 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
+#include "posenc/bits.hpp"
 #include "posenc/target.hpp"
 
 POSENC_BEGIN_TARGET
 
 // Beyond this |x|, q may reach 2^26 and step 2 is no longer exact.
 constexpr double kSinCosMaxArg = 0x1p25;
-
-inline std::uint64_t bits_of(double x) {
-    std::uint64_t u;
-    std::memcpy(&u, &x, sizeof u);
-    return u;
-}
 
 // Branch-free sin and cos of x for |x| ≤ kSinCosMaxArg.
 inline void sincos_reduced(double x, double& s, double& c) {

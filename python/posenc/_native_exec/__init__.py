@@ -9,3 +9,5 @@ here (the plan is valid) and no maths beyond what a kernel's argument needs.
 from . import sinusoidal  # noqa: F401 (each module registers its family's executors)
 from . import learned  # noqa: F401
 from . import relative  # noqa: F401
+from . import rope  # noqa: F401
+from . import vision  # noqa: F401

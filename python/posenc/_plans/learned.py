@@ -113,8 +113,8 @@ def flat_positions(positions: np.ndarray) -> np.ndarray:
 
 def refuse_table_overlap(out: Optional[Out], table: np.ndarray) -> None:
     """``out`` may not share memory with the table it reads (not even as the same array)."""
-    if out is not None and np.may_share_memory(out.array, table) and _checks._overlap(out.array, table):
-        raise ValueError("out overlaps table")
+    if out is not None and np.may_share_memory(out.array, table):
+        _checks.disjoint(out.array, "out", table, "table")
 
 
 def accumulator_dtype(dtype: np.dtype) -> np.dtype:

@@ -11,18 +11,14 @@ public ones themselves.
 
 from typing import Any, List
 
-from . import _sinusoidal  # noqa: F401 (each module registers its family's executors)
-from . import _learned  # noqa: F401
-from . import _relative  # noqa: F401
-
-# Families not yet built from plans keep their hand-written twins (transitional).
-from ._rope import apply_rope, apply_rope_qk, positions_from_cu_seqlens, rope_cos_sin, rope_inv_freq  # noqa: E402
+from . import _learned, _relative, _rope, _sinusoidal, _vision  # noqa: F401 (each registers its executors)
 
 
 def _families() -> List[Any]:
-    # Imported when first needed: the public modules are loaded by then (posenc/__init__).
-    from .. import _learned, _relative, _rope, _sinusoidal
-    return [_sinusoidal, _learned, _rope, _relative]
+    """The public family modules (imported when first needed: posenc/__init__ has loaded them by then)."""
+    import posenc
+
+    return [posenc._sinusoidal, posenc._learned, posenc._rope, posenc._relative, posenc._vision]
 
 
 def _public_functions() -> List[str]:

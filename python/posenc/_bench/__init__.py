@@ -1,0 +1,151 @@
+"""``posenc bench``: every kernel beside the memory ceiling and what users write instead.
+
+For each case (``cases.py``) posenc, the memory ceiling and the baselines run
+interleaved, round after round (``timing.measure``), each keeping its best
+time. The ceiling is a plain pass over the very buffer posenc works on, with
+posenc's thread count, in the same run: ``fill`` for writing an ``out=``,
+``rmw`` (read and write back) for in-place work, ``alloc`` (allocate and
+write) for a function returning a new array. Baselines run with the same
+thread count (PyTorch is set to it; NumPy's ufuncs use one thread).
+
+``isas=["all"]`` runs the cases once per instruction-set path the CPU has,
+each in its own process, plus once with posenc's own choice, and prints each
+path's time relative to the fastest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional, Sequence, TextIO
+
+from . import cases as _cases
+from . import report, small
+from .timing import ceiling, measure, torch_module
+
+DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+class _Progress:
+    """A one-line status on stderr while a case runs (only when stderr is a terminal)."""
+
+    def __init__(self, enabled: Optional[bool] = None) -> None:
+        self.start = time.perf_counter()
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+
+    def show(self, what: str) -> None:
+        if self.enabled:
+            line = f"{what}  ({time.perf_counter() - self.start:.0f}s)"
+            print(f"\r{line[:100]:100s}", end="", file=sys.stderr, flush=True)
+
+    def clear(self) -> None:
+        if self.enabled:
+            print(f"\r{'':100s}\r", end="", file=sys.stderr, flush=True)
+
+
+def available_dtypes(names: Sequence[str]) -> List[str]:
+    """``names`` ("all" = every dtype), without bfloat16 when ml_dtypes is absent."""
+    wanted = list(DTYPES) if "all" in names else list(names)
+    unknown = [d for d in wanted if d not in DTYPES]
+    if unknown:
+        raise ValueError(f"dtype must be one of {DTYPES} or 'all', got {unknown}")
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:
+        wanted = [d for d in wanted if d != "bfloat16"]
+    return wanted
+
+
+def run(quick: bool = False, repeat: int = 10, only: Optional[str] = None, stream: TextIO = sys.stdout,
+        progress: Optional[bool] = None, torch: bool = True, dtypes: Sequence[str] = ("float32",),
+        baselines: bool = True, small_calls: bool = True) -> List[Dict[str, Any]]:
+    """Time every case on the active path; print the tables to ``stream``; return the rows as dicts.
+
+    ``only`` keeps the cases whose name contains it; ``baselines=False``
+    times posenc and its ceiling only (the ISA axis does that).
+    """
+    import numpy as np
+
+    import posenc
+    from .._backend import native
+
+    info = posenc.info()
+    threads = posenc.get_num_threads()
+    torch_mod = torch_module(torch and baselines)
+    torch_threads = torch_mod.get_num_threads() if torch_mod is not None else None
+    if torch_mod is not None:
+        torch_mod.set_num_threads(threads)
+    torch_note = f"torch {torch_mod.__version__}" if torch_mod is not None else "torch absent"
+    print(f"posenc {info['version']}  isa={info['isa']}  threads={threads} (torch too)  numpy {np.__version__}  "
+          f"{torch_note}", file=stream)
+    bar = _Progress(progress)
+    rows: List[Dict[str, Any]] = []
+    width = 54
+    print(report.case_header(width), file=stream, flush=True)
+    try:
+        for dtype in available_dtypes(dtypes):
+            for family in _cases.FAMILIES:
+                for case in family(quick, _cases.dtype_of(dtype), torch_mod):
+                    if only is not None and only not in case.name:
+                        continue
+                    bar.show(f"{case.name} {dtype}")
+                    fns = {"posenc": case.posenc, "ceiling": ceiling(case.ceiling, case.target)}
+                    if baselines:
+                        fns.update({f"base {k}": fn for k, fn in case.baselines.items()})
+                    best = measure(fns, repeat, reset=case.reset())
+                    row = dict(case=case.name, kernel=case.kernel, dtype=case.dtype, isa=native.active_isa(),
+                               threads=threads, posenc_s=best["posenc"], ceiling=case.ceiling,
+                               ceiling_s=best["ceiling"], nbytes=case.nbytes,
+                               baselines={k: best.get(f"base {k}") for k in _cases.BASELINES})
+                    rows.append(row)
+                    bar.clear()
+                    print(report.case_line(row, width), file=stream, flush=True)
+        report.dtype_table(rows, stream)
+        if small_calls and (only is None or only == "small"):
+            small_rows = small.run(lambda name: bar.show(name))
+            bar.clear()
+            report.small_table(small_rows, stream)
+            rows.extend(dict(r, kind="small") for r in small_rows)
+    finally:
+        bar.clear()
+        if torch_mod is not None:
+            torch_mod.set_num_threads(torch_threads)
+    return rows
+
+
+def run_isas(argv: Sequence[str], rounds: int = 1, stream: TextIO = sys.stdout) -> Dict[str, List[Dict[str, Any]]]:
+    """Run ``posenc bench argv`` once per path the CPU has and once with posenc's default, each in its own process.
+
+    ``rounds`` > 1 repeats the sweep and keeps each case's best time per path.
+    Prints the ISA table and returns the rows per path.
+    """
+    from .._backend import native
+
+    paths = list(native.available_isas()) + ["default"]
+    runs: Dict[str, List[Dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for path in paths:
+                target = os.path.join(tmp, f"{path}.json")
+                env = {k: v for k, v in os.environ.items() if k != "POSENC_ISA"}
+                if path != "default":
+                    env["POSENC_ISA"] = path
+                cmd = [sys.executable, "-m", "posenc", "bench", *argv, "--baselines", "none", "--no-small",
+                       "--no-progress", "--json", target]
+                print(f"[round {r + 1}/{rounds}] {path}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+                done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                if done.returncode != 0:
+                    raise RuntimeError(f"posenc bench on {path} failed:\n{done.stderr}")
+                with open(target) as f:
+                    rows = json.load(f)
+                if path in runs:  # keep the best of the rounds
+                    for old, new in zip(runs[path], rows):
+                        old["posenc_s"] = min(old["posenc_s"], new["posenc_s"])
+                else:
+                    runs[path] = rows
+    report.isa_table(runs, stream)
+    return runs

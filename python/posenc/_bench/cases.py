@@ -1,0 +1,394 @@
+"""What ``posenc bench`` times: every kernel beside what users write instead.
+
+A baseline is the fastest formulation a NumPy or PyTorch user would write
+for the same result, never one that rebuilds a cached table inside the timed
+call:
+
+- sinusoidal tables: the NumPy / PyTorch tutorial formula (float32 angles);
+- add_sinusoidal: ``np.add(x, pe, out=x)`` / ``x.add_(pe)`` with ``pe`` cached;
+- apply_rope: NumPy in place with cached cos/sin tables; PyTorch with cached
+  cos/sin (``rotate_half``, NeoX) or Meta's complex multiply with a cached
+  ``freqs_cis`` (GPT-J pairs); "HF" is Hugging Face's code as a model runs it
+  (cos/sin from ``inv_freq`` on every forward, then ``rotate_half`` /
+  ``rotate_every_two``);
+- add_alibi: BLOOM's cached ``[heads, 1, k]`` broadcast (``slope·j``, which
+  softmax treats as ``slope·(j − i)``); on Swin-sized windows "HF" is Swin's
+  gather of its bias table and the add;
+- add_t5_bias: a cached ``[heads, q, k]`` bias added in place; "HF" is
+  ``T5Attention.compute_bias`` on every call, then the add;
+- learned tables: the slice ``table[p0:p0 + seq]`` added in place, "HF" the
+  gather of ``nn.Embedding``; ``np.add.at`` / ``index_add_`` for the gradient.
+
+Families are functions ``(quick, dtype, torch) -> [Case, ...]`` in FAMILIES.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
+
+import numpy as np
+
+from .timing import Timed
+
+# Baseline columns, in print order.
+BASELINES = ("numpy", "torch", "HF")
+
+
+class Case(NamedTuple):
+    """One timed operation: posenc, the memory ceiling it is held to, and the baselines."""
+
+    kernel: str  # the row of the ISA table ("apply_rope GPT-J")
+    shape: str  # "[1, 2048, 32, 128] in place"
+    dtype: str
+    ceiling: str  # "fill", "rmw" or "alloc" (see timing.ceiling)
+    target: Any  # fill/rmw: the very buffer posenc writes; alloc: the bytes of the array posenc returns
+    nbytes: int  # bytes posenc moves (read + written), for GB/s
+    posenc: Timed
+    baselines: Dict[str, Timed]  # keys from BASELINES
+
+    @property
+    def name(self) -> str:
+        return f"{self.kernel} {self.shape}"
+
+    def reset(self) -> Optional[Timed]:
+        """For in-place cases: restores the operand to its first values (run, untimed, before each timed call)."""
+        if self.ceiling != "rmw":
+            return None
+        pristine = self.target.copy()
+        return lambda: np.copyto(self.target, pristine)
+
+
+def dtype_of(name: str) -> np.dtype:
+    """float32, float64, float16, or bfloat16 (ml_dtypes)."""
+    if name == "bfloat16":
+        import ml_dtypes
+
+        bf16: np.dtype = np.dtype(ml_dtypes.bfloat16)
+        return bf16
+    return np.dtype(name)
+
+
+def _random(shape: Any, dtype: np.dtype, seed: int = 0) -> np.ndarray:
+    a: np.ndarray = np.random.default_rng(seed).standard_normal(shape, dtype=np.float32).astype(dtype)
+    return a
+
+
+def _numpy_ok(dtype: np.dtype) -> bool:
+    """NumPy computes in float32, float64 and float16 itself; bfloat16 arithmetic (ml_dtypes) is no speed path."""
+    return dtype in (np.float32, np.float64, np.float16)
+
+
+class _Torch:
+    """NumPy arrays as PyTorch tensors sharing their memory (bfloat16 included)."""
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+
+    def __call__(self, a: np.ndarray) -> Any:
+        if a.dtype.itemsize == 2 and a.dtype != np.float16:  # ml_dtypes.bfloat16: same bits
+            return self.torch.from_numpy(a.view(np.int16)).view(self.torch.bfloat16)
+        return self.torch.from_numpy(a)
+
+
+def _sized(quick: bool, full: Any, small: Any) -> Any:
+    return small if quick else full
+
+
+# ---------------------------------------------------------------- sinusoidal
+
+def sinusoidal(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
+    import posenc
+
+    n, dim = _sized(quick, (8192, 1024), (2048, 512))
+    batch, seq = _sized(quick, (4, 2048), (4, 512))
+    table = np.empty((n, dim), dtype)
+    x = _random((batch, seq, dim), dtype)
+    pe = posenc.sinusoidal(seq, dim, dtype=dtype)  # what a user caches once
+    table_base: Dict[str, Timed] = {}
+    add_base: Dict[str, Timed] = {}
+
+    def numpy_table() -> object:  # the tutorial formula, float32 angles, written into the table
+        pos = np.arange(n, dtype=np.float32)[:, None]
+        div = np.exp(np.arange(0, dim, 2, dtype=np.float32) * np.float32(-math.log(10000.0) / dim))
+        table[:, 0::2] = np.sin(pos * div)
+        table[:, 1::2] = np.cos(pos * div)
+        return table
+
+    if _numpy_ok(dtype):
+        table_base["numpy"] = numpy_table
+        add_base["numpy"] = lambda: np.add(x, pe, out=x)
+    if torch is not None:
+        t = _Torch(torch)
+        table_t, x_t, pe_t = t(table), t(x), t(pe)
+
+        def torch_table() -> object:
+            pos = torch.arange(n, dtype=torch.float32)[:, None]
+            div = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
+            table_t[:, 0::2] = torch.sin(pos * div)
+            table_t[:, 1::2] = torch.cos(pos * div)
+            return table_t
+
+        table_base["torch"] = torch_table
+        add_base["torch"] = lambda: x_t.add_(pe_t)
+    name = dtype.name
+    return [
+        Case("sinusoidal", f"[{n}, {dim}] out=", name, "fill", table, table.nbytes,
+             lambda: posenc.sinusoidal(n, dim, dtype=dtype, out=table), table_base),
+        Case("add_sinusoidal", f"{list(x.shape)} in place", name, "rmw", x, 2 * x.nbytes,
+             lambda: posenc.add_sinusoidal(x, out=x), add_base),
+    ]
+
+
+# ---------------------------------------------------------------- rotary
+
+def _numpy_rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, interleaved: bool) -> Timed:
+    """In-place rotation with cached cos/sin ``[seq, 1, half]`` and two preallocated temporaries."""
+    half = cos.shape[-1]
+    u, v = (x[..., 0::2], x[..., 1::2]) if interleaved else (x[..., :half], x[..., half:])
+    us, vs = np.empty(u.shape, x.dtype), np.empty(u.shape, x.dtype)
+
+    def run() -> object:
+        np.multiply(u, sin, out=us)
+        np.multiply(v, sin, out=vs)
+        np.multiply(u, cos, out=u)
+        np.subtract(u, vs, out=u)
+        np.multiply(v, cos, out=v)
+        np.add(v, us, out=v)
+        return x
+
+    return run
+
+
+def _torch_rope(torch: Any, interleaved: bool, cos: Any, sin: Any) -> Callable[[Any], Any]:
+    """``x·cos + turn(x)·sin`` with cos/sin of head_dim columns broadcast over heads (Hugging Face's form)."""
+
+    def run(x: Any) -> Any:
+        if interleaved:  # GPT-J's rotate_every_two
+            turned = torch.stack((-x[..., 1::2], x[..., 0::2]), -1).flatten(-2)
+        else:  # rotate_half
+            half = x.shape[-1] // 2
+            turned = torch.cat((-x[..., half:], x[..., :half]), -1)
+        return x * cos + turned * sin
+
+    return run
+
+
+def _rope_case(kernel: str, x: np.ndarray, interleaved: bool, rotary_dim: Optional[int], torch: Any) -> Case:
+    """In-place rotation of x [1, seq, heads, head_dim] (the first rotary_dim features) beside the baselines."""
+    import posenc
+
+    seq, rd = x.shape[1], rotary_dim or x.shape[-1]
+    inv64 = posenc.rope_inv_freq(rd)[0]
+    angles = np.arange(seq)[:, None] * inv64
+    cos = np.cos(angles)[:, None, :].astype(x.dtype)  # [seq, 1, half]: cached once by a user
+    sin = np.sin(angles)[:, None, :].astype(x.dtype)
+    base: Dict[str, Timed] = {}
+    if _numpy_ok(x.dtype):
+        base["numpy"] = _numpy_rope(x[..., :rd], cos, sin, interleaved)
+    if torch is not None:
+        x_t = _Torch(torch)(x)[..., :rd]
+        if interleaved:  # Meta's llama: complex multiply with a cached freqs_cis (complex needs float32+)
+            wide = torch.float64 if x.dtype == np.float64 else torch.float32
+            cis = torch.polar(torch.ones(seq, rd // 2, dtype=torch.float64), torch.from_numpy(angles))
+            cis = cis.to(torch.complex128 if wide == torch.float64 else torch.complex64)[:, None, :]
+
+            def meta() -> object:
+                xc = torch.view_as_complex(x_t.to(wide).reshape(*x_t.shape[:-1], -1, 2))
+                return torch.view_as_real(xc * cis).flatten(-2).to(x_t.dtype)
+
+            base["torch"] = meta
+        else:  # Hugging Face's rotate_half with a cached cos/sin
+            t = _Torch(torch)
+            cached = _torch_rope(torch, False, t(np.concatenate([cos, cos], -1)), t(np.concatenate([sin, sin], -1)))
+            base["torch"] = lambda: cached(x_t)
+        inv_t, pos_t = torch.from_numpy(inv64).float(), torch.arange(seq)
+
+        def hf() -> object:
+            freqs = pos_t.float()[:, None] * inv_t  # LlamaRotaryEmbedding.forward, float32
+            emb = freqs.repeat_interleave(2, -1) if interleaved else torch.cat((freqs, freqs), -1)
+            cos_t, sin_t = emb.cos().to(x_t.dtype)[:, None, :], emb.sin().to(x_t.dtype)[:, None, :]
+            return _torch_rope(torch, interleaved, cos_t, sin_t)(x_t)
+
+        base["HF"] = hf
+    return Case(kernel, f"{list(x.shape)} in place", x.dtype.name, "rmw", x, 2 * x.nbytes,
+                lambda: posenc.apply_rope(x, interleaved=interleaved, rotary_dim=rotary_dim, out=x), base)
+
+
+def rope(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
+    import posenc
+
+    seq = _sized(quick, 2048, 512)
+    heads, head_dim = 32, 128
+    x = _random((1, seq, heads, head_dim), dtype)
+    cases = [_rope_case("apply_rope", x, False, None, torch), _rope_case("apply_rope GPT-J", x, True, None, torch),
+             _rope_case("apply_rope rotary_dim=96", x, False, 96, torch)]
+    inv64 = posenc.rope_inv_freq(head_dim)[0]
+
+    # A decode step: one new token for each of 32 sequences, at different positions.
+    d = _random((32, 1, heads, head_dim), dtype, seed=1)
+    pos = (np.arange(32) * 997 + 100)[:, None]
+    angles = pos[..., None] * inv64  # [32, 1, 64]
+    base = {}
+    if _numpy_ok(dtype):
+        rows_cos, rows_sin = np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)  # gathered from a cache
+
+        def numpy_decode() -> object:
+            return _numpy_rope(d, rows_cos[:, :, None, :], rows_sin[:, :, None, :], False)()
+
+        base["numpy"] = numpy_decode
+    if torch is not None:
+        t = _Torch(torch)
+        d_t = t(d)
+        cache_cos = t(np.cos(np.arange(32 * 997 + 200)[:, None] * np.concatenate([inv64, inv64])).astype(dtype))
+        cache_sin = t(np.sin(np.arange(32 * 997 + 200)[:, None] * np.concatenate([inv64, inv64])).astype(dtype))
+        pos_t = torch.from_numpy(pos)
+        base["torch"] = lambda: _torch_rope(torch, False, cache_cos[pos_t][:, :, None, :],
+                                            cache_sin[pos_t][:, :, None, :])(d_t)
+    cases.append(Case("apply_rope decode", "[32, 1, 32, 128] per-batch positions", dtype.name, "rmw", d,
+                      2 * d.nbytes, lambda: posenc.apply_rope(d, pos, out=d), base))
+    return cases
+
+
+# ---------------------------------------------------------------- relative
+
+def _hf_t5_bucket(torch: Any, rel: Any, num_buckets: int = 32, max_distance: int = 128) -> Any:
+    """Hugging Face's ``T5Attention._relative_position_bucket`` (bidirectional), as compute_bias calls it."""
+    num_buckets //= 2
+    out = (rel > 0).long() * num_buckets
+    rel = rel.abs()
+    max_exact = num_buckets // 2
+    large = max_exact + (torch.log(rel.float() / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).long()
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return out + torch.where(rel < max_exact, rel, large)
+
+
+def relative(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
+    import posenc
+
+    heads, q = _sized(quick, (16, 1024), (8, 512))
+    scores = _random((1, heads, q, q), dtype)
+    table = _random((32, heads), dtype, seed=1)
+    slopes = posenc.alibi_slopes(heads, dtype=np.float64)
+    bloom = (slopes[:, None, None] * np.arange(q)[None, None, :]).astype(dtype)  # [heads, 1, k]
+    t5 = posenc.t5_bias(table, q, q)  # [heads, q, k], cached for every layer
+    alibi_base: Dict[str, Timed] = {}
+    t5_base: Dict[str, Timed] = {}
+    if _numpy_ok(dtype):
+        alibi_base["numpy"] = lambda: np.add(scores, bloom, out=scores)
+        t5_base["numpy"] = lambda: np.add(scores, t5, out=scores)
+    if torch is not None:
+        t = _Torch(torch)
+        scores_t, bloom_t, t5_t, table_t = t(scores), t(bloom), t(t5), t(table)
+        alibi_base["torch"] = lambda: scores_t.add_(bloom_t)
+        t5_base["torch"] = lambda: scores_t.add_(t5_t)
+
+        def compute_bias() -> object:  # T5Attention.compute_bias, then the add
+            rel = torch.arange(q)[None, :] - torch.arange(q)[:, None]
+            return scores_t.add_(table_t[_hf_t5_bucket(torch, rel)].permute(2, 0, 1))
+
+        t5_base["HF"] = compute_bias
+
+    # Attention inside Swin-sized windows: short rows, many of them.
+    windows, wheads, side = _sized(quick, (256, 4, 12), (64, 4, 12))
+    n = side * side
+    win = _random((windows, wheads, n, n), dtype, seed=2)
+    win_bias = posenc.alibi_bias(wheads, n, n, dtype=dtype)
+    win_base: Dict[str, Timed] = {}
+    if _numpy_ok(dtype):
+        win_base["numpy"] = lambda: np.add(win, win_bias, out=win)
+    if torch is not None:
+        t = _Torch(torch)
+        win_t, win_bias_t = t(win), t(win_bias)
+        win_base["torch"] = lambda: win_t.add_(win_bias_t)
+        swin_table = t(_random(((2 * side - 1) ** 2, wheads), dtype, seed=3))
+        index = torch.from_numpy(posenc.swin_relative_position_index(side).reshape(-1)) if hasattr(
+            posenc, "swin_relative_position_index") else None
+        if index is not None:
+            def swin() -> object:  # SwinSelfAttention: gather the bias table, permute, add
+                bias = swin_table[index].view(n, n, -1).permute(2, 0, 1).contiguous()
+                return win_t.add_(bias.unsqueeze(0))
+
+            win_base["HF"] = swin
+
+    name = dtype.name
+    return [
+        Case("add_alibi", f"{list(scores.shape)} in place", name, "rmw", scores, 2 * scores.nbytes,
+             lambda: posenc.add_alibi(scores, out=scores), alibi_base),
+        Case("add_alibi windows", f"{list(win.shape)} in place", name, "rmw", win, 2 * win.nbytes,
+             lambda: posenc.add_alibi(win, out=win), win_base),
+        Case("add_t5_bias", f"{list(scores.shape)} in place", name, "rmw", scores, 2 * scores.nbytes,
+             lambda: posenc.add_t5_bias(scores, table, out=scores), t5_base),
+    ]
+
+
+def t5_buckets(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
+    """Integer output: run once, for the float32 pass of the dtype axis."""
+    import posenc
+
+    if dtype != np.float32:
+        return []
+    n = _sized(quick, 4096, 1024)
+
+    def numpy_formula() -> object:  # the T5 formula over the full matrix, float32 log
+        rel = np.arange(n)[None, :] - np.arange(n)[:, None]
+        ret = (rel > 0) * 16
+        a = np.abs(rel)
+        large = 8 + (np.log(np.maximum(a, 1).astype(np.float32) / 8) / np.float32(math.log(16)) * 8).astype(np.int64)
+        return (ret + np.where(a < 8, a, np.minimum(large, 15))).astype(np.int32)
+
+    base: Dict[str, Timed] = {"numpy": numpy_formula}
+    if torch is not None:
+        base["HF"] = lambda: _hf_t5_bucket(torch, torch.arange(n)[None, :] - torch.arange(n)[:, None])
+    return [Case("t5_buckets", f"({n}, {n}) new int32", "int32", "alloc", n * n * 4, n * n * 4,
+                 lambda: posenc.t5_buckets(n, n), base)]
+
+
+# ---------------------------------------------------------------- learned
+
+def learned(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
+    import posenc
+
+    n, dim = _sized(quick, (8192, 1024), (2048, 512))
+    batch, seq = _sized(quick, (4, 2048), (4, 512))
+    table = _random((n, dim), dtype)
+    x = _random((batch, seq, dim), dtype, seed=1)
+    first = 17
+    pos = np.arange(first, first + seq)
+    grad = _random((2 * n, dim), dtype, seed=2)
+    gpos = np.random.default_rng(3).integers(0, n, 2 * n)
+    add_base: Dict[str, Timed] = {}
+    grad_base: Dict[str, Timed] = {}
+    resize_base: Dict[str, Timed] = {}
+    if _numpy_ok(dtype):
+        add_base["numpy"] = lambda: np.add(x, table[first:first + seq], out=x)
+
+        def add_at() -> object:
+            out = np.zeros((n, dim), dtype)
+            np.add.at(out, gpos, grad)
+            return out
+
+        grad_base["numpy"] = add_at
+    if torch is not None:
+        t = _Torch(torch)
+        x_t, table_t, pos_t, grad_t, gpos_t = t(x), t(table), torch.from_numpy(pos), t(grad), torch.from_numpy(gpos)
+        add_base["torch"] = lambda: x_t.add_(table_t[first:first + seq])
+        add_base["HF"] = lambda: x_t.add_(table_t[pos_t])  # nn.Embedding's gather
+        grad_base["torch"] = lambda: torch.zeros(n, dim, dtype=grad_t.dtype).index_add_(0, gpos_t, grad_t)
+        if dtype != np.float16:  # PyTorch's CPU linear interpolation has no float16 kernel
+            resize_base["torch"] = lambda: torch.nn.functional.interpolate(
+                table_t.T[None], size=2 * n, mode="linear", align_corners=False)[0].T.contiguous()
+    name = dtype.name
+    item = dtype.itemsize
+    return [
+        Case("embedding_add", f"{list(x.shape)} in place", name, "rmw", x, 2 * x.nbytes,
+             lambda: posenc.embedding_add(x, table, pos, out=x), add_base),
+        Case("embedding_grad", f"{2 * n} rows -> [{n}, {dim}]", name, "alloc", n * dim * item, grad.nbytes + n * dim * item,
+             lambda: posenc.embedding_grad(grad, gpos, n), grad_base),
+        Case("resize_table", f"[{n}, {dim}] -> {2 * n} linear", name, "alloc", 2 * table.nbytes, 3 * table.nbytes,
+             lambda: posenc.resize_table(table, 2 * n), resize_base),
+    ]
+
+
+FAMILIES: List[Callable[[bool, np.dtype, Any], List[Case]]] = [sinusoidal, rope, relative, t5_buckets, learned]

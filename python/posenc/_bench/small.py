@@ -1,0 +1,98 @@
+"""Small calls: what a decode step pays per call, public function and compiled kernel alone.
+
+A generated token calls these once per layer, on a handful of elements:
+there the cost is the call itself. Each is timed through the public
+function and as the bare ``posenc._native`` call with the arguments the
+public function passed it (recorded once), and reported in microseconds and
+as a multiple of one NumPy ufunc call on a tiny array (``np.add`` of 8
+float32, measured in the same run).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+
+import numpy as np
+
+from .timing import Timed, per_call
+
+
+class SmallCase(NamedTuple):
+    name: str
+    public: Timed
+
+
+def cases() -> List[SmallCase]:
+    import posenc
+
+    x = np.ones((1, 1, 1, 128), np.float32)
+    q, k = np.ones((1, 1, 32, 128), np.float32), np.ones((1, 1, 8, 128), np.float32)
+    pos = np.array([[4000]])
+    scores = np.zeros((1, 1, 1, 8), np.float32)
+    h = np.ones((1, 1, 64), np.float32)
+    return [
+        SmallCase("apply_rope [1, 1, 1, 128] offset=4000", lambda: posenc.apply_rope(x, offset=4000, out=x)),
+        SmallCase("apply_rope_qk decode [1, 1, 32, 128] + [1, 1, 8, 128], positions [[p]]",
+                  lambda: posenc.apply_rope_qk(q, k, pos, out_q=q, out_k=k)),
+        SmallCase("add_alibi [1, 1, 1, 8] offset=7", lambda: posenc.add_alibi(scores, offset=7, out=scores)),
+        SmallCase("add_sinusoidal [1, 1, 64] offset=4000", lambda: posenc.add_sinusoidal(h, offset=4000, out=h)),
+    ]
+
+
+class _Recorder:
+    """Stands in for the compiled module and notes the calls made through it."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.calls: List[Tuple[str, Tuple[Any, ...], Dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self.real, name)
+        if not callable(fn):
+            return fn
+
+        def record(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append((name, args, kwargs))
+            return fn(*args, **kwargs)
+
+        return record
+
+
+def native_call(public: Timed) -> Optional[Timed]:
+    """The compiled-kernel call(s) ``public`` makes, replayed with the same arguments (None if none)."""
+    from .. import _backend
+
+    real = _backend.native
+    recorder = _Recorder(real)
+    _backend.native = recorder  # type: ignore[assignment]
+    try:
+        public()
+    finally:
+        _backend.native = real
+    calls = [(getattr(real, name), args, kwargs) for name, args, kwargs in recorder.calls]
+    if not calls:
+        return None
+
+    def replay() -> None:
+        for fn, args, kwargs in calls:
+            fn(*args, **kwargs)
+
+    return replay
+
+
+def tiny_ufunc() -> float:
+    """Seconds per call of ``np.add`` on 8 float32 into an existing array: the unit of the table."""
+    a, b = np.ones(8, np.float32), np.empty(8, np.float32)
+    return per_call(lambda: np.add(a, a, out=b))
+
+
+def run(progress: Callable[[str], None]) -> List[Dict[str, Any]]:
+    unit = tiny_ufunc()
+    rows = []
+    for case in cases():
+        progress(case.name)
+        native = native_call(case.public)
+        public_s = per_call(case.public)
+        native_s = per_call(native) if native is not None else None
+        rows.append(dict(case=case.name, public_s=public_s, native_s=native_s, ufunc_s=unit))
+    return rows

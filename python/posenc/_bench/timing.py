@@ -1,0 +1,109 @@
+"""Timing: interleaved best-of runs, and the memory ceilings measured beside them.
+
+Other programs share the machine, so a single run says little. Every
+function of a case (posenc, its ceiling, the baselines) is run in turn,
+round after round, and each keeps its fastest time: a burst of load slows
+one round of every function instead of all rounds of one of them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, Optional
+
+import numpy as np
+
+Timed = Callable[[], object]
+
+
+def measure(fns: Dict[str, Timed], repeat: int, budget: float = 2.0, pause: float = 0.002,
+            reset: Optional[Timed] = None) -> Dict[str, float]:
+    """Fastest time in seconds of each function, over up to ``repeat`` interleaved rounds.
+
+    A function leaves the rotation once it has run ``repeat`` times or spent
+    ``budget`` seconds (a slow baseline then runs a few times while posenc
+    runs ``repeat`` times). Each function is run once first, untimed.
+
+    Between two runs the thread sleeps ``pause`` seconds: OpenMP workers spin
+    for a while after a parallel region, and PyTorch's pool and posenc's are
+    two runtimes, so without the pause one library's spinning workers would
+    steal the cores the next timed call needs.
+
+    ``reset`` (untimed) runs before every run: in-place work restores its
+    operand, so repeated adds do not drift the data toward infinity (float16
+    overflows within a few hundred ALiBi adds, and a kernel's speed may
+    depend on its data).
+    """
+    best = {name: float("inf") for name in fns}
+    spent = {name: 0.0 for name in fns}
+    runs = {name: 0 for name in fns}
+    for fn in fns.values():
+        if reset is not None:
+            reset()
+        fn()
+    active = list(fns)
+    while active:
+        for name in list(active):
+            if reset is not None:
+                reset()
+            time.sleep(pause)
+            t0 = time.perf_counter()
+            fns[name]()
+            dt = time.perf_counter() - t0
+            best[name] = min(best[name], dt)
+            spent[name] += dt
+            runs[name] += 1
+            if runs[name] >= repeat or spent[name] > budget:
+                active.remove(name)
+    return best
+
+
+def per_call(fn: Timed, calls: int = 2000, repeat: int = 7) -> float:
+    """Seconds per call of a fast function: the best of ``repeat`` loops of ``calls`` calls."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return best
+
+
+def _words(a: np.ndarray) -> Optional[np.ndarray]:
+    """``a``'s memory as 8-byte words (None if it is not one contiguous, aligned block of them)."""
+    if not a.flags.c_contiguous or a.nbytes % 8 or a.ctypes.data % 8:
+        return None
+    return a.reshape(-1).view(np.uint8).view(np.uint64)
+
+
+def ceiling(kind: str, target: Any) -> Timed:
+    """One pass of the memory ceiling ``kind`` with posenc's thread count.
+
+    ``fill``: write every byte of the array ``target`` (an ``out=`` the kernel
+    writes); ``rmw``: read and write back every byte of ``target`` unchanged
+    (in-place work); ``alloc``: allocate ``target`` bytes and write them (a
+    function returning a new array, first-touch page faults included).
+    Passes run on the widest path the CPU has, whatever path posenc's kernels
+    are forced to.
+    """
+    from .._backend import native
+
+    if kind == "alloc":
+        return lambda: native.memory_pass(np.empty(max(int(target) // 8, 1), np.uint64), "fill")
+    words = _words(target)
+    if words is None:
+        raise ValueError("a ceiling buffer must be C-contiguous and 8-byte aligned")
+    mode = {"fill": "fill", "rmw": "touch"}[kind]
+    return lambda: native.memory_pass(words, mode)
+
+
+def torch_module(wanted: bool = True) -> Any:
+    """PyTorch when installed and wanted (the optional baseline columns), else None."""
+    if not wanted:
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
