@@ -159,10 +159,10 @@ def deberta_bucketing(*, bucket_size: Any, max_position: Any) -> DebertaBucketin
 
 def _root(value: int, k: int) -> Optional[int]:
     """The integer k-th root of ``value`` when it is a perfect k-th power, else None."""
-    r = round(value ** (1.0 / k))
+    r = round(float(value) ** (1.0 / k))
     for c in (r - 1, r, r + 1):
-        if c >= 1 and c**k == value:
-            return c
+        if c >= 1 and pow(c, k) == value:
+            return int(c)
     return None
 
 
