@@ -542,8 +542,8 @@ __DEBERTA_PARAMETERS__
     --------
     >>> import posenc
     >>> posenc.deberta_buckets(2, 3, offset=1)
-    array([[1, 0, -1],
-           [2, 1, 0]])
+    array([[ 1,  0, -1],
+           [ 2,  1,  0]])
     >>> posenc.deberta_buckets(1, 4, offset=3, bucket_size=4, max_position=8).tolist()
     [[3, 2, 1, 0]]
     """
