@@ -26,7 +26,7 @@ NATIVE = _backend.native is not None
 REQUIRE_PEERS = os.environ.get("POSENC_REQUIRE_PEERS") == "1"
 # Every optional package some test uses (the extras and .ci/peers.txt).
 OPTIONAL = ("ml_dtypes", "matplotlib", "threadpoolctl", "torch", "jax", "transformers", "rotary_embedding_torch",
-            "positional_encodings", "diffusers")
+            "positional_encodings", "diffusers", "dask", "distributed", "zarr")
 if REQUIRE_PEERS:
     _missing = [m for m in OPTIONAL if importlib.util.find_spec(m) is None]
     if _missing:

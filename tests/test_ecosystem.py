@@ -12,6 +12,7 @@ import ast
 import functools
 import importlib.metadata
 import math
+import pickle
 import re
 import tracemalloc
 from pathlib import Path
@@ -111,6 +112,14 @@ def to_jax(a: np.ndarray) -> Any:
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_torch_cpu_tensors_as_inputs(name, isa):
     assert_same(call(name, to_torch), call(name, np.array))
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_unpickled_arrays_as_inputs(name, isa):
+    """An unpickled array (what multiprocessing and dask.distributed workers receive) has its own
+    dtype object, equal to but not the canonical one: the bindings compared dtypes by identity and
+    refused such int64 positions."""
+    assert_same(call(name, lambda a: pickle.loads(pickle.dumps(a))), call(name, np.array))
 
 
 @requires_jax

@@ -24,6 +24,14 @@ namespace posenc::bind {
 
 namespace py = pybind11;
 
+// Whether `a` holds elements of type T. Compared by value (NumPy's EquivTypes),
+// never by identity: an unpickled array (every array a dask.distributed worker
+// receives) carries its own dtype object, equal to but not the canonical one.
+template <class T>
+bool holds(const py::array& a) {
+    return py::isinstance<py::array_t<T>>(a);
+}
+
 // The storage type of a floating array; TypeError for anything else.
 DType float_dtype(const py::array& a, const char* name);
 

@@ -41,7 +41,7 @@ void swin_bias(std::optional<py::array> x, py::array out, py::array lut, std::in
 
 // A contiguous int64 vector of rows of a table with `rows` rows.
 const std::int64_t* table_rows(const py::array& index, std::int64_t rows, const char* name) {
-    if (!index.dtype().is(py::dtype::of<std::int64_t>()) || index.ndim() != 1 || index.shape(0) < 1 ||
+    if (!holds<std::int64_t>(index) || index.ndim() != 1 || index.shape(0) < 1 ||
         !(index.flags() & py::array::c_style) ||
         reinterpret_cast<std::uintptr_t>(index.data()) % alignof(std::int64_t) != 0)
         throw std::invalid_argument(std::string(name) + " must be an aligned, contiguous, non-empty int64 vector");
