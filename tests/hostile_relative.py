@@ -94,15 +94,20 @@ def _t5_params(s: Spec) -> None:
     s.same("max_distance-huge", max_distance=2**62)
 
 
-def spec_t5_bucket() -> Spec:
-    rel = np.array([[-200, -9, -8, -1, 0], [1, 7, 8, 127, 128]])
-    s = Spec("t5_bucket", relative_position=rel)
+def _integer_array_layouts(s: Spec, rel: np.ndarray) -> None:
+    """``relative_position``: non-integer kinds are a TypeError; every layout gives the clean result."""
     for id, v in [("float", rel.astype(np.float64)), ("float-integral", rel.astype(F32)), ("complex", rel + 0j),
                   ("object", rel.astype(object)), ("bool", rel > 0), ("str", rel.astype(str))]:
         s.raises(f"relative_position-{id}", TypeError, "relative_position", relative_position=v)
     for id, make in [("byteswapped", byteswapped), ("misaligned", misaligned), ("negative-strides", negative_strides),
                      ("stepped", stepped)]:
         s.same(f"relative_position-{id}", clean={"relative_position": rel.copy()}, relative_position=make(rel))
+
+
+def spec_t5_bucket() -> Spec:
+    rel = np.array([[-200, -9, -8, -1, 0], [1, 7, 8, 127, 128]])
+    s = Spec("t5_bucket", relative_position=rel)
+    _integer_array_layouts(s, rel)
     for dt in (np.int8, np.int16, np.int32, np.uint8, np.uint64):
         v = rel.astype(dt)
         s.same(f"relative_position-{np.dtype(dt).name}", clean={"relative_position": v.astype(np.int64)
@@ -174,6 +179,9 @@ def spec_add_t5_bias() -> Spec:
     s.flag("bidirectional")
     s.raises("max_distance-at-exact", ValueError, "max_distance", max_distance=8)
     s.out(scores.shape, F32, inputs=["scores"])
+    s.raises("num_heads-not-a-divisor", ValueError, "num_heads", num_heads=5)
+    s.raises("num_heads-zero", ValueError, "num_heads", num_heads=0)
+    s.raises("num_heads-float", TypeError, "num_heads", num_heads=2.0)
     return s
 
 
@@ -229,10 +237,70 @@ def spec_add_alibi() -> Spec:
     s.flag("symmetric")
     _slopes(s, 3)
     s.out(scores.shape, F32, inputs=["scores"])
+    s.raises("num_heads-not-a-divisor", ValueError, "num_heads", num_heads=2)
+    s.raises("num_heads-zero", ValueError, "num_heads", num_heads=0)
+    s.raises("num_heads-float", TypeError, "num_heads", num_heads=3.0)
+    s.same("num_heads-all-heads", num_heads=3)
+    return s
+
+
+def _deberta_params(s: Spec) -> None:
+    """bucket_size / max_position: plain differences when either is <= 0; Transformers' failures refused."""
+    s.raises("bucket_size-float", TypeError, "bucket_size", bucket_size=256.0)
+    s.raises("bucket_size-bool", TypeError, "bucket_size", bucket_size=True)
+    s.raises("max_position-float", TypeError, "max_position", max_position=512.0)
+    s.raises("bucket_size-one", ValueError, "bucket_size", bucket_size=1)
+    s.raises("max_position-at-mid-plus-one", ValueError, "max_position", bucket_size=8, max_position=5)
+    s.raises("max_position-below-mid", ValueError, "max_position", bucket_size=256, max_position=100)
+    s.raises("bucket_size-huge", ValueError, "bucket_size", bucket_size=2**24 + 2, max_position=2**30)
+    s.raises("max_position-huge", ValueError, "max_position", max_position=2**62 + 1)
+    s.same("bucket_size-zero-plain", bucket_size=0)
+    s.same("bucket_size-negative-plain", bucket_size=-1)
+    s.same("max_position-negative-plain", max_position=-1)
+    s.same("max_position-just-enough", bucket_size=8, max_position=6)
+
+
+def spec_deberta_bucket() -> Spec:
+    rel = np.array([[-600, -129, -128, -1, 0], [1, 127, 128, 129, 5000]])
+    s = Spec("deberta_bucket", relative_position=rel)
+    _integer_array_layouts(s, rel)
+    for dt in (np.int16, np.int32, np.uint16, np.uint64):
+        v = np.abs(rel).astype(dt) if np.dtype(dt).kind == "u" else rel.astype(dt)
+        s.same(f"relative_position-{np.dtype(dt).name}", clean={"relative_position": v.astype(np.int64)},
+               relative_position=v)
+    s.same("relative_position-list", clean={"relative_position": rel.copy()}, relative_position=rel.tolist())
+    s.check("relative_position-empty", empty_of((0, 3)), relative_position=np.zeros((0, 3), np.int64))
+    s.raises("relative_position-uint64-past-int64", ValueError, "relative_position",
+             relative_position=np.array([2**63], np.uint64))
+    s.check("relative_position-int64-min", lambda r: _assert_eq(np.asarray(r) < 0, [True]),
+            relative_position=np.array([np.iinfo(np.int64).min]))
+    _deberta_params(s)
+    return s
+
+
+def spec_deberta_buckets() -> Spec:
+    s = Spec("deberta_buckets", q_len=3, k_len=5)
+    _grid_common(s, lambda q, k: (3 if q is None else q, 5 if k is None else k))
+    _deberta_params(s)
+    s.out((3, 5), np.int64)
+    return s
+
+
+def spec_relative_shift() -> Spec:
+    s = Spec("relative_shift", bd=rand(2, 3, 6))
+    s.floats("bd")
+    s.raises("bd-1d", ValueError, "bd", bd=rand(6))
+    s.raises("bd-too-narrow", ValueError, "bd", bd=rand(2, 5, 3))
+    s.check("bd-k-zero", empty_of((2, 3, 0)), bd=rand(2, 3, 2))
+    s.check("bd-q-zero", empty_of((2, 0, 7)), bd=rand(2, 0, 6))
+    s.check("bd-no-batch", empty_of((0, 3, 4)), bd=rand(0, 3, 6))
     return s
 
 
 SPECS: Dict[str, Callable[[], Spec]] = {
+    "relative_shift": spec_relative_shift,
+    "deberta_bucket": spec_deberta_bucket,
+    "deberta_buckets": spec_deberta_buckets,
     "relative_positions": spec_relative_positions,
     "clipped_relative_positions": spec_clipped_relative_positions,
     "relative_embeddings": spec_relative_embeddings,

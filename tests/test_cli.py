@@ -91,6 +91,10 @@ def test_compare_computes_the_properties():
     t5 = results["T5 (init)"]
     assert t5.min_dist == 0  # distances in one log bucket share a bias
     assert t5.shift_residual == 0 and t5.drift == 0
+    deberta = results["DeBERTa (init)"]
+    assert deberta.shift_residual == 0 and deberta.drift == 0  # a function of the distance only
+    assert deberta.min_dist > 0  # L = 128 <= bucket_size // 2: every distance seen has its own row
+    assert deberta.min_dist_beyond == 0  # far distances share log buckets
 
 
 def test_compare_prints_a_table_and_json():

@@ -76,6 +76,7 @@ KERNEL_CALLS: Dict[str, Callable[[Any], Any]] = {
     "relative_embeddings": lambda out: posenc.relative_embeddings(TABLE[:81], 128, 160, 40, out=out),
     "t5_bucket": lambda out: posenc.t5_bucket(POS - 1000),
     "t5_buckets": lambda out: posenc.t5_buckets(512, 700, offset=3, out=out),
+    "deberta_buckets": lambda out: posenc.deberta_buckets(512, 700, offset=3, out=out),
     "add_alibi": lambda out: posenc.add_alibi(SCORES, out=out),
     "alibi_bias": lambda out: posenc.alibi_bias(8, 256, 256, out=out),
     "t5_bias": lambda out: posenc.t5_bias(TABLE[:32, :8], 256, 256, out=out),

@@ -607,3 +607,305 @@ def test_empty_results(isa):
     assert posenc.add_t5_bias(np.zeros((2, 0, 4), np.float32), np.zeros((32, 2), np.float32)).shape == (2, 0, 4)
     assert posenc.relative_embeddings(np.zeros((3, 0), np.float32), 2, 2, 1).shape == (2, 2, 0)
     assert posenc.relative_positions(0, 0).shape == (0, 0)
+
+
+# ---------------------------------------------------------------- DeBERTa log buckets
+
+def deberta_configs():
+    """(bucket_size, max_position): tiny, odd, DeBERTa's (256, 512), and whole-number (tie) configurations."""
+    configs = set()
+    for bs in list(range(2, 41)) + [64, 127, 128, 255, 256, 257, 512, 1024]:
+        mid = bs // 2
+        for mp in (mid + 2, mid + 3, bs, bs + 1, 2 * bs, 3 * bs + 1, 512, 513, 4 * mid + 1, 16 * mid + 1, 2049):
+            if mp - 1 > mid:
+                configs.add((bs, mp))
+    return sorted(configs)
+
+
+def deberta_scalar(d, bs, mp):
+    """Transformers' make_log_bucket_position for one distance, written out with NumPy float32 scalars.
+
+    Independent of posenc's vectorised chain: Python's float64 log of the float32 argument,
+    rounded once (the correctly rounded float32 log), every other step a float32 scalar operation.
+    """
+    mid = bs // 2
+    if bs <= 0 or mp <= 0 or abs(d) <= mid:
+        return d
+    x = np.float32(abs(d)) / np.float32(mid)
+    log_x = np.float32(math.log(float(x)))
+    log_b = np.float32(math.log(float(np.float32((mp - 1) / mid))))
+    bucket = np.float32(np.ceil(log_x / log_b * np.float32(mid - 1))) + np.float32(mid)
+    return int(bucket) * (1 if d > 0 else -1)
+
+
+def hf_deberta_bucket(relative_position, bs, mp):
+    from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_position
+
+    return make_log_bucket_position(relative_position, bs, mp).to(torch.long)
+
+
+def test_deberta_bucket_float32_transcription(isa):
+    """Every distance in [-3·max_position, 3·max_position] of ~400 configurations against the scalar chain."""
+    for bs, mp in deberta_configs()[::4]:
+        d = np.arange(-3 * mp, 3 * mp + 1)
+        got = posenc.deberta_bucket(d, bucket_size=bs, max_position=mp)
+        assert got.dtype == np.int64
+        want = np.array([deberta_scalar(int(v), bs, mp) for v in d])
+        np.testing.assert_array_equal(got, want, err_msg=f"bucket_size={bs}, max_position={mp}")
+
+
+def test_deberta_float32_boundaries_differ_from_float64(isa):
+    """The float32 chain matters: at DeBERTa's own (256, 512) some buckets differ from float64 arithmetic."""
+    d = np.arange(129, 100_000)
+    float64 = 128 + np.ceil(np.log(d / 128) / np.log(511 / 128) * 127).astype(np.int64)
+    got = posenc.deberta_bucket(d)
+    differ = np.nonzero(got != float64)[0]
+    assert differ.size > 0
+    assert np.all(np.abs(got[differ] - float64[differ]) == 1)
+    np.testing.assert_array_equal(got[differ], [deberta_scalar(int(v), 256, 512) for v in d[differ]])
+
+
+def test_deberta_ties_are_the_whole_number_distances():
+    """deberta_ties lists exactly the distances whose exact value is an integer (checked with big integers)."""
+    from posenc._plans.relative import deberta_ties
+
+    for bs in range(4, 41):  # bucket_size 2, 3: mid - 1 = 0, every value is 0 exactly (times 0.0)
+        mid = bs // 2
+        for mp in range(mid + 2, 4 * bs + 3):
+            listed = {n: b for n, b in deberta_ties(mid, mp) if n <= 20 * mp}
+            found = {}
+            for n in range(mid + 1, 20 * mp + 1):
+                v = math.log(n / mid) / math.log((mp - 1) / mid) * (mid - 1)
+                t = round(v)
+                # (n / mid)^(mid - 1) == ((mp - 1) / mid)^t, in integers
+                if abs(v - t) < 1e-6 and n ** (mid - 1) * mid**t == (mp - 1) ** t * mid ** (mid - 1):
+                    found[n] = mid + t
+            assert listed == found, (bs, mp)
+
+
+@requires_torch
+def test_deberta_bucket_identical_to_transformers(backend):
+    """Transformers' own make_log_bucket_position: every distance in ±(4·max_position + 10) of the sweep,
+    and every whole-number (tie) distance below 2**62 of each configuration, both signs.
+
+    At ties the exact value is an integer; the float32 value usually lands just above it and ceil
+    gives the next bucket; Transformers does the same, and posenc must agree there as well (taking
+    the exact value, T5's rule, would differ from Transformers at hundreds of these distances).
+    """
+    pytest.importorskip("transformers")
+    from posenc._plans.relative import deberta_ties
+
+    torch.set_num_threads(2)
+    mismatches, ties_checked = [], 0
+    for bs, mp in deberta_configs():
+        ties = np.array([n for n, _ in deberta_ties(bs // 2, mp) if n < 2**62], np.int64)
+        ties_checked += ties.size
+        d = np.concatenate([np.arange(-4 * mp - 10, 4 * mp + 11), ties, -ties])
+        want = hf_deberta_bucket(torch.from_numpy(d), bs, mp).numpy()
+        got = posenc.deberta_bucket(d, bucket_size=bs, max_position=mp)
+        mismatches += [(bs, mp, int(d[i]), int(want[i]), int(got[i])) for i in np.nonzero(got != want)[0]]
+    assert ties_checked > 1000
+    assert not mismatches, mismatches[:10]
+
+
+@requires_torch
+@pytest.mark.parametrize("q, k, bs, mp", [(0, 5, 256, 512), (7, 3, 256, 512), (300, 700, 256, 512),
+                                          (64, 64, 8, 13), (50, 90, 0, 512), (20, 20, 16, -1)])
+def test_deberta_buckets_identical_to_build_relative_position(isa, q, k, bs, mp):
+    pytest.importorskip("transformers")
+    from transformers.models.deberta_v2.modeling_deberta_v2 import build_relative_position
+
+    want = build_relative_position(torch.zeros(q, 4), torch.zeros(k, 4), bucket_size=bs, max_position=mp)[0]
+    same_bits(posenc.deberta_buckets(q, k, bucket_size=bs, max_position=mp), want.numpy())
+
+
+@given(q=st.integers(0, 70), k=st.integers(0, 70), offset=st.integers(-100, 3000),
+       cfg=st.sampled_from([(256, 512), (8, 13), (2, 3 + 2), (33, 100), (0, 512), (256, -1), (1024, 4096)]),
+       use_out=st.booleans(), seed=st.integers(0, 2**31))
+def test_deberta_buckets_are_the_bucket_of_each_offset(isa, q, k, offset, cfg, use_out, seed):
+    """The block is deberta_bucket((offset + i) - j) (on native: the Toeplitz kernel against the elementwise path)."""
+    kw = dict(bucket_size=cfg[0], max_position=cfg[1])
+    out = strided_view(np.full((q, k), 7, np.int64), np.random.default_rng(seed)) if use_out else None
+    got = posenc.deberta_buckets(q, k, offset=offset, out=out, **kw)
+    if use_out:
+        assert got is out
+    assert got.dtype == np.int64 and got.shape == (q, k)
+    assert_toeplitz(got)
+    same_bits(got, posenc.deberta_bucket(-distances(q, k, offset), **kw))
+
+
+def test_deberta_bucket_extremes(isa):
+    """Far distances keep growing logarithmically with their sign; |INT64_MIN| is 2**63, no wrap-around."""
+    big = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).min + 1, -2**62, 2**62, np.iinfo(np.int64).max])
+    got = posenc.deberta_bucket(big)
+    want = [deberta_scalar(int(v), 256, 512) for v in big]
+    np.testing.assert_array_equal(got, want)
+    assert got[0] < 0 and got[0] == -got[-1] and got[2] == -got[3] and 128 < got[3] < got[4]
+
+
+def test_deberta_buckets_kv_cache_step(isa):
+    """A decoding step (q new queries, offset k - q) is the last rows of the full block."""
+    full = posenc.deberta_buckets(600, 600)
+    for q in (1, 5):
+        same_bits(posenc.deberta_buckets(q, 600, offset=600 - q), full[-q:])
+
+
+# ---------------------------------------------------------------- relative_shift (Transformer-XL / Conformer)
+
+def conformer_rel_shift(scores_bd):
+    """Transformers' Wav2Vec2ConformerSelfAttention shift (also NeMo/Parakeet's rel_shift), q = k = T:
+    pad a zero column on the left, view as [..., 2T, T], drop the first row, view back, keep T columns."""
+    *lead, t, width = scores_bd.shape
+    padded = np.concatenate([np.zeros((*lead, t, 1), scores_bd.dtype), scores_bd], axis=-1)
+    padded = padded.reshape(*lead, width + 1, t)
+    return padded[..., 1:, :].reshape(*lead, t, width)[..., : width // 2 + 1]
+
+
+def transformer_xl_rel_shift(x):
+    """Transformer-XL's original _rel_shift (kimiyoung/transformer-xl, pytorch/mem_transformer.py), on
+    x [qlen, klen, ...] whose column c scores distance klen - 1 - c; valid where j <= klen - qlen + i."""
+    zero_pad = np.zeros((x.shape[0], 1, *x.shape[2:]), x.dtype)
+    x_padded = np.concatenate([zero_pad, x], axis=1)
+    x_padded = x_padded.reshape(x.shape[1] + 1, x.shape[0], *x.shape[2:])
+    return x_padded[1:].reshape(x.shape)
+
+
+@given(lead=st.sampled_from([(), (3,), (2, 3)]), q=st.integers(0, 9), k=st.integers(0, 9),
+       dtype=st.sampled_from(FLOAT_DTYPES), seed=st.integers(0, 2**31))
+def test_relative_shift_is_the_definition(isa, lead, q, k, dtype, seed):
+    """out[..., i, j] = bd[..., i, (q - 1) - i + j], any leading axes and strides; a read-only view."""
+    assume(q + k >= 1)  # q = k = 0 has no width (-1): q = 0 with width w means k = w + 1
+    rng = np.random.default_rng(seed)
+    bd = strided_view(rng.standard_normal((*lead, q, q + k - 1)).astype(dtype), rng)
+    got = posenc.relative_shift(bd)
+    assert got.shape == (*lead, q, k) and got.dtype == bd.dtype and not got.flags.writeable
+    i, j = np.meshgrid(np.arange(q), np.arange(k), indexing="ij")
+    same_bits(got, bd[..., i, (q - 1) - i + j] if q and k else np.empty((*lead, q, k), bd.dtype))
+    if got.size:
+        assert np.shares_memory(got, bd)
+
+
+@pytest.mark.parametrize("lead, t", [((), 1), ((), 5), ((2, 4), 7)])
+def test_relative_shift_equals_the_conformer_trick(isa, lead, t):
+    bd = np.random.default_rng(t).standard_normal((*lead, t, 2 * t - 1))
+    same_bits(posenc.relative_shift(bd), conformer_rel_shift(bd))
+
+
+@pytest.mark.parametrize("q, k", [(1, 1), (3, 3), (3, 8), (4, 10), (1, 6)])
+def test_relative_shift_equals_transformer_xl_with_memory(isa, q, k):
+    """Memory of k - q keys: Transformer-XL's shift of the table's first k columns, where it is valid."""
+    rng = np.random.default_rng(q * 100 + k)
+    bd = rng.standard_normal((q, q + k - 1, 2, 3))  # Transformer-XL's layout [qlen, rlen, batch, heads]
+    want = transformer_xl_rel_shift(bd[:, :k])
+    got = np.moveaxis(posenc.relative_shift(np.moveaxis(bd, (0, 1), (-2, -1))), (-2, -1), (0, 1))
+    valid = np.arange(k)[None, :] <= (k - q) + np.arange(q)[:, None]  # causal: the rest is masked junk
+    same_bits(got[valid], want[valid])
+
+
+def test_relative_shift_of_a_torch_tensor_is_a_view(isa):
+    if torch is None:
+        pytest.skip("PyTorch not installed")
+    bd = torch.randn(2, 3, 4, 9)
+    got = posenc.relative_shift(bd)
+    assert got.shape == (2, 3, 4, 6) and np.shares_memory(got, bd.numpy())
+
+
+@requires_torch
+@pytest.mark.parametrize("t", [1, 6, 40])
+def test_conformer_recipe_matches_transformers(t):
+    """Transformers' Wav2Vec2Conformer relative attention: its table is sinusoidal() of descending positions
+    t-1 .. -(t-1) (interleaved), and its pad-and-reshape shift is relative_shift of the same scores.
+
+    The table bound: Transformers computes p·ω in float32 (ω by a float32 exp): the angle is off by
+    up to ~2 float32 ulps of p·ω (<= 2·t·2**-24 with ω <= 1), posenc's by one rounding of the result.
+    """
+    pytest.importorskip("transformers")
+    from transformers import Wav2Vec2ConformerConfig
+    from transformers.models.wav2vec2_conformer import modeling_wav2vec2_conformer as m
+
+    torch.manual_seed(t)
+    config = Wav2Vec2ConformerConfig(hidden_size=16, num_attention_heads=2, position_embeddings_type="relative",
+                                     max_source_positions=64)
+    hidden = torch.randn(2, t, 16)
+    pe = m.Wav2Vec2ConformerRelPositionalEmbedding(config)(hidden)  # [1, 2t - 1, 16]
+    table = posenc.sinusoidal(np.arange(t - 1, -t, -1), 16)
+    err = np.abs(pe[0].numpy().astype(np.float64) - table.astype(np.float64)).max()
+    assert err <= 4 * t * 2.0**-24 + 2.0**-23, err
+
+    attn = m.Wav2Vec2ConformerSelfAttention(config)
+    with torch.no_grad():
+        attn.pos_bias_u.normal_()
+        attn.pos_bias_v.normal_()
+        query = torch.randn(2, 2, t, 8)
+        _, position_bias = m._apply_relative_position_encoding(attn, query, query, pe)
+        proj = attn.linear_pos(pe).view(1, 2 * t - 1, 2, 8).permute(0, 2, 3, 1)
+        bd = torch.matmul(query + attn.pos_bias_v[None, :, None, :], proj)  # [2, heads, t, 2t - 1]
+    shifted = posenc.relative_shift(bd.numpy())
+    same_bits(shifted * np.float32(attn.scaling), position_bias.numpy())
+
+
+# ---------------------------------------------------------------- shifting a rotated KV cache (docs recipe)
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scaling", [None, {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}])
+@pytest.mark.parametrize("per_sequence", [False, True])
+def test_shifting_a_rotated_kv_cache(isa, dtype, scaling, per_sequence):
+    """Keys rotated at positions p, then rotated by Δ (attention_scaling=1.0: YaRN's scale was applied
+    once already), equal keys rotated at p + Δ from scratch. Δ shared ([seq]) or per sequence ([batch, seq]).
+
+    Bounds, for |x| <= 1: each rotation rounds once (float32: <= ~2 ulps of 1 per rotation, 4·2**-23
+    for two); the three float64 angles p·ω, Δ·ω, (p + Δ)·ω each round to half an ulp of their size
+    (ω <= 1), so the composition differs by up to ~1.5 ulp of the largest angle: 3·P·2**-53 with
+    P the largest position, in either dtype.
+    """
+    rng = np.random.default_rng(7)
+    k = rng.uniform(-1, 1, (2, 300, 4, 64)).astype(dtype)  # [batch, seq, heads, head_dim]
+    p = rng.integers(0, 100_000, (2, 300))
+    delta = (rng.integers(-5000, 5000, (2, 1)) if per_sequence else np.full((1, 1), -1234)) * np.ones((1, 300), int)
+    shift = delta if per_sequence else delta[0]
+    kw = {} if scaling is None else dict(scaling=scaling)
+    cached = posenc.apply_rope(k, p, **kw)
+    shifted = posenc.apply_rope(cached, shift, **kw, attention_scaling=1.0)
+    scratch = posenc.apply_rope(k, p + delta, **kw)
+    largest = int(np.abs(p + delta).max() + np.abs(p).max())
+    bound = 3 * largest * 2.0**-53 + (4 * 2.0**-23 if dtype == np.float32 else 8 * 2.0**-53)
+    err = np.abs(shifted.astype(np.float64) - scratch.astype(np.float64)).max()
+    assert err <= bound, (err, bound)
+    if scaling is not None:  # the scale applied twice is wrong by the factor: the test can tell
+        twice = posenc.apply_rope(cached, shift, **kw)
+        assert np.abs(twice.astype(np.float64) - scratch.astype(np.float64)).max() > 100 * bound
+
+
+# ---------------------------------------------------------------- folded heads (BLOOM's [batch·heads, q, k])
+
+@given(lead=st.sampled_from([(), (2,)]), batch=st.integers(1, 3), heads=st.integers(1, 4), q=st.integers(0, 6),
+       k=st.integers(0, 7), dtype=st.sampled_from(FLOAT_DTYPES), offset=st.integers(-5, 5),
+       mode=st.sampled_from(["new", "in-place", "out"]), seed=st.integers(0, 2**31))
+def test_folded_heads_equal_unfolded(isa, lead, batch, heads, q, k, dtype, offset, mode, seed):
+    """num_heads unfolds axis -3 as (batch, heads), head-minor: slope/bias of head h repeats per batch."""
+    rng = np.random.default_rng(seed)
+    scores = strided_view(rng.standard_normal((*lead, batch * heads, q, k)).astype(dtype), rng)
+    table = rng.standard_normal((32, heads)).astype(np.float32)
+    unfolded = np.ascontiguousarray(scores).reshape(*lead, batch, heads, q, k)
+    want_alibi = posenc.add_alibi(unfolded, offset=offset).reshape(scores.shape)
+    want_t5 = posenc.add_t5_bias(unfolded, table, offset=offset).reshape(scores.shape)
+    for fn, args, want in [(posenc.add_alibi, (), want_alibi), (posenc.add_t5_bias, (table,), want_t5)]:
+        x = scores.copy() if mode == "in-place" else scores
+        out = x if mode == "in-place" else strided_view(np.zeros(scores.shape, dtype), rng) if mode == "out" else None
+        got = fn(x, *args, offset=offset, num_heads=heads, out=out)
+        if out is not None:
+            assert got is out
+        assert got.shape == scores.shape
+        same_bits(got, want)
+
+
+def test_folded_heads_bloom_layout(isa):
+    """BLOOM's alibi [batch·heads, 1, k] added to scores [batch·heads, q, k]: the same softmax."""
+    batch, heads, q, k = 2, 4, 3, 6
+    scores = np.random.default_rng(0).standard_normal((batch * heads, q, k)).astype(np.float32)
+    got = posenc.add_alibi(scores, num_heads=heads, offset=k - q)
+    slopes = np.tile(posenc.alibi_slopes(heads), batch)  # head h of batch b at b·heads + h
+    want = scores + slopes[:, None, None] * (np.arange(k)[None, None, :] - (k - q + np.arange(q))[None, :, None])
+    np.testing.assert_allclose(got, want, rtol=0, atol=4e-7)
+    wrong = posenc.add_alibi(scores)  # without num_heads: 8 heads, 8 different slopes
+    assert not np.allclose(wrong, want, atol=1e-3)

@@ -147,6 +147,13 @@ def encodings(s: Settings) -> List[Encoding]:
     def t5(q: int, k: int, offset: int) -> Array:
         return np.asarray(posenc.t5_bias(t5_table, q, k, offset=offset), np.float64)
 
+    deberta_table = rng.standard_normal((512, s.heads))  # DeBERTa's 2·att_span relative rows, random init
+
+    def deberta(q: int, k: int, offset: int) -> Array:
+        # DeBERTa v2/v3 c2p index: clamp(bucket(query - key) + att_span, 0, 2·att_span - 1), att_span 256
+        index = np.clip(posenc.deberta_buckets(q, k, offset=offset) + 256, 0, 511)
+        return np.ascontiguousarray(np.moveaxis(deberta_table[index], -1, 0))
+
     return [
         Encoding("sinusoidal", "vector", "sin/cos interleaved (Vaswani)", vectors=sinusoidal(True)),
         Encoding("sinusoidal split", "vector", "sines then cosines (Transformer-XL)",
@@ -162,6 +169,8 @@ def encodings(s: Settings) -> List[Encoding]:
         Encoding("ALiBi", "bias", f"{s.heads} heads, causal", bias=alibi, causal=True),
         Encoding("T5 (init)", "bias", f"32 buckets, max_distance 128, N(0, 1) table, {s.heads} heads",
                  bias=t5),
+        Encoding("DeBERTa (init)", "bias",
+                 f"log buckets (256, 512) into an N(0, 1) [512, {s.heads}] table (its c2p index)", bias=deberta),
     ]
 
 

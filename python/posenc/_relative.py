@@ -23,12 +23,13 @@ import numpy as np
 from . import _checks
 from ._api import entry
 from ._checks import Out
-from ._plans.relative import (AlibiAdd, AlibiBias, DistanceGrid, RelativeEmbeddings, RelativePositions, T5Bias,
-                              T5BiasAdd, T5BucketBlock, T5BucketOf, alibi_slopes, distance_grid, head_slopes,
+from ._plans.relative import (AlibiAdd, AlibiBias, DebertaBucketBlock, DistanceGrid,
+                              RelativeEmbeddings, RelativePositions, T5Bias, T5BiasAdd, T5BucketBlock, T5BucketOf,
+                              alibi_slopes, deberta_bucketing, deberta_positions, deberta_values, distance_grid, head_slopes,
                               t5_bucketing, t5_distances)
 
 __all__ = ["add_alibi", "add_t5_bias", "alibi_bias", "alibi_slopes", "clipped_relative_positions",
-           "relative_embeddings", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets"]
+           "deberta_bucket", "deberta_buckets", "relative_embeddings", "relative_shift", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets"]
 
 _ALIBI_FORMS = """    The causal form is ``slope_h · (j - (offset + i))``: zero on the diagonal,
     negative for earlier keys (later keys, masked in a causal model, get
@@ -46,7 +47,14 @@ _T5_PARAMETERS = """    bidirectional : bool
     max_distance : int
         Distances at or beyond it share the last bucket (> max_exact)."""
 
-_SCORES_OUT = """    out : array of the scores' shape and dtype, optional
+_SCORES_OUT = """    num_heads : int, optional
+        How the heads axis is found: by default axis -3 of ``scores`` is the
+        heads axis. With ``num_heads``, axis -3 holds ``batch·num_heads``
+        folded, head ``h`` of batch ``b`` at index ``b·num_heads + h`` (BLOOM's
+        ``[batch·heads, q, k]`` layout): the scores are unfolded (a view, no
+        copy) and each head's bias repeats for every batch. Axis -3 must be a
+        multiple of it (``ValueError``).
+    out : array of the scores' shape and dtype, optional
         May be ``scores`` itself (in place). Any other overlap is refused.
 
     Returns
@@ -58,7 +66,22 @@ _GRID_PARAMETERS = """    q_len, k_len : int
     offset : int
         Absolute position of query 0 (``k_len - q_len`` for a KV-cache step)."""
 
-_SHARED_DOCS = {"__T5_PARAMETERS__": _T5_PARAMETERS, "__ALIBI_FORMS__": _ALIBI_FORMS, "__SCORES_OUT__": _SCORES_OUT,
+_DEBERTA_PARAMETERS = """    bucket_size : int
+        DeBERTa's ``position_buckets`` (256 in v2/v3 configs). With
+        ``mid = bucket_size // 2``, positions with ``|d| <= mid`` are their
+        own bucket; farther ones get ``sign(d) · (mid + ceil(log(|d| / mid) /
+        log((max_position - 1) / mid) · (mid - 1)))``.
+    max_position : int
+        DeBERTa's ``max_relative_positions`` (512 by default). If either
+        parameter is <= 0 the result is the plain difference, as in
+        Transformers. Otherwise ``bucket_size // 2 >= 1`` and
+        ``max_position - 1 > bucket_size // 2`` are required (there
+        Transformers divides by zero or produces negative or infinite
+        buckets): ``ValueError``. ``bucket_size <= 2**24``,
+        ``max_position <= 2**62``."""
+
+_SHARED_DOCS = {"__DEBERTA_PARAMETERS__": _DEBERTA_PARAMETERS, "__T5_PARAMETERS__": _T5_PARAMETERS,
+                "__ALIBI_FORMS__": _ALIBI_FORMS, "__SCORES_OUT__": _SCORES_OUT,
                 "__GRID_PARAMETERS__": _GRID_PARAMETERS}
 
 
@@ -109,17 +132,49 @@ def _bias_table(table: Any) -> np.ndarray:
 
 
 def _scores(scores: Any, *, offset: Any, heads: Optional[int], out: Any,
-            inputs: Sequence[Tuple[np.ndarray, str]] = ()) -> Tuple[np.ndarray, DistanceGrid, Optional[Out]]:
-    """Attention scores ``[..., heads, q, k]`` (``heads`` of them if given), their grid and the ``out`` to write."""
+            inputs: Sequence[Tuple[np.ndarray, str]] = (),
+            num_heads: Any = None) -> Tuple[np.ndarray, DistanceGrid, Optional[Out]]:
+    """Attention scores ``[..., heads, q, k]`` (``heads`` of them if given), their grid and the ``out`` to write.
+
+    With ``num_heads``, axis -3 is ``batch·num_heads`` folded (BLOOM's layout,
+    index ``b·num_heads + h``): scores and out are unfolded into
+    ``[..., batch, num_heads, q, k]`` views, and a new result is allocated folded
+    (the executor writes its unfolded view; the folded array is returned).
+    """
     s = _checks.float_array(scores, "scores")
     if s.ndim < 3:
         raise ValueError(f"scores must have shape [..., heads, q, k], got shape {s.shape}")
     if s.shape[-3] == 0:
         raise ValueError(f"scores must have at least one head (scores.shape[-3] == 0), got shape {s.shape}")
-    if heads is not None and s.shape[-3] != heads:
-        raise ValueError(f"scores has {s.shape[-3]} heads (scores.shape[-3]) but the bias has {heads}")
+    folded = None
+    if num_heads is not None:
+        folded = _checks.integer(num_heads, "num_heads", minimum=1)
+        if s.shape[-3] % folded:
+            raise ValueError(f"scores.shape[-3] = {s.shape[-3]} (batch·heads folded) is not a multiple of "
+                             f"num_heads = {folded}")
+    count = s.shape[-3] if folded is None else folded
+    if heads is not None and count != heads:
+        where = "scores.shape[-3]" if folded is None else "num_heads"
+        raise ValueError(f"scores has {count} heads ({where}) but the bias has {heads}")
     grid = distance_grid(s.shape[-2], s.shape[-1], offset=offset)
-    return s, grid, _checks.out_target(out, s.shape, s.dtype, [(s, "scores"), *inputs])
+    target = _checks.out_target(out, s.shape, s.dtype, [(s, "scores"), *inputs])
+    if folded is None:
+        return s, grid, target
+    if target is None:
+        _checks.result_size(s.shape, s.dtype, "the result")
+        fresh = np.empty(s.shape, s.dtype)
+        target = Out(fresh, fresh)
+    return _unfold(s, folded), grid, Out(_unfold(target.array, folded), target.given)
+
+
+def _unfold(a: np.ndarray, heads: int) -> np.ndarray:
+    """``a[..., batch·heads, q, k]`` as the view ``[..., batch, heads, q, k]`` (splitting an axis never copies)."""
+    *lead, bh, q, k = a.shape
+    *lead_strides, step, row, col = a.strides
+    shape = (*lead, bh // heads, heads, q, k)
+    strides = (*lead_strides, step * heads, step, row, col)
+    view: np.ndarray = np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
+    return view
 
 
 # ---------------------------------------------------------------- relative positions and Shaw embeddings
@@ -371,7 +426,7 @@ __T5_PARAMETERS__
 @entry
 @_shared_doc
 def add_t5_bias(scores: Any, table: Any, *, offset: int = 0, bidirectional: bool = True, max_distance: int = 128,
-                out: Any = None) -> Any:
+                num_heads: Optional[int] = None, out: Any = None) -> Any:
     """``scores + t5_bias(table, q, k)`` for scores ``[..., heads, q, k]``, fused, no bias materialised.
 
     The bias is first converted to the scores' dtype (rounded once; exact
@@ -401,8 +456,162 @@ __SCORES_OUT__
     """
     t = _bias_table(table)
     t5 = t5_bucketing(bidirectional=bidirectional, num_buckets=t.shape[0], max_distance=max_distance)
-    s, grid, target = _scores(scores, offset=offset, heads=t.shape[1], out=out, inputs=[(t, "table")])
+    s, grid, target = _scores(scores, offset=offset, heads=t.shape[1], out=out, inputs=[(t, "table")],
+                              num_heads=num_heads)
     return T5BiasAdd(s, grid, t, t5, target)
+
+
+# ---------------------------------------------------------------- DeBERTa
+
+@_shared_doc
+def deberta_bucket(relative_position: Any, *, bucket_size: int = 256, max_position: int = 512) -> Any:
+    """DeBERTa v2/v3's log bucket of each relative position, identical to Transformers' ``make_log_bucket_position``.
+
+    Elementwise on any integer array. The relative position is DeBERTa's,
+    **query minus key** (the opposite of posenc's other functions); the
+    result keeps its sign and is not clipped (DeBERTa clamps it to
+    ``[0, 2·att_span)`` after adding ``att_span``, later).
+
+    Exactness: Transformers evaluates the logarithm chain in float32 (the
+    int64 distance divided by ``mid`` in float32, the divisor
+    ``log((max_position - 1) / mid)`` a float32 tensor), and near bucket
+    boundaries float32 and float64 disagree. posenc evaluates the same
+    float32 chain operation for operation with the correctly rounded float32
+    log. Where the chain's *exact* value is a whole number (``|d| / mid`` and
+    ``(max_position - 1) / mid`` powers of one rational, e.g.
+    ``bucket_size=16, max_position=13``, ``|d| = 27``: ``log 3.375 / log 1.5
+    · 7 = 21``) the float32 value often lands just above it and ``ceil``
+    gives the next bucket; Transformers does the same, so unlike
+    :func:`t5_bucket` posenc keeps the float32 result there (taking the exact
+    value would differ from Transformers at every one of them). Only the last
+    bit of the log could still differ (PyTorch on x86 takes it from MKL); the
+    tests enumerate every such whole-number distance of a sweep of
+    configurations and compare with Transformers' own function there.
+
+    Parameters
+    ----------
+    relative_position : array_like of integers
+        Any shape, query minus key. Floats are a ``TypeError``; unsigned
+        values past ``2**63 - 1`` a ``ValueError``.
+__DEBERTA_PARAMETERS__
+
+    Returns
+    -------
+    int64 ndarray of ``relative_position``'s shape.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.deberta_bucket([-1000, -129, -128, 0, 5, 128, 129, 511, 4096])
+    array([-317, -129, -128,    0,    5,  128,  129,  255,  446])
+    >>> posenc.deberta_bucket([27], bucket_size=16, max_position=13)  # exact value 29, as Transformers
+    array([30])
+    >>> posenc.deberta_bucket([3, 300], bucket_size=0)
+    array([  3, 300])
+    """
+    # No plan and no kernel: the work is one float32 logarithm per element, which NumPy vectorises
+    # (like alibi_slopes, the same on every backend). deberta_buckets streams a block from one row.
+    deberta = deberta_bucketing(bucket_size=bucket_size, max_position=max_position)
+    return deberta_values(deberta_positions(relative_position), deberta)
+
+
+@entry
+@_shared_doc
+def deberta_buckets(q_len: int, k_len: int, *, offset: int = 0, bucket_size: int = 256, max_position: int = 512,
+                    out: Any = None) -> Any:
+    """DeBERTa's bucketed relative positions of a ``[q_len, k_len]`` block: ``deberta_bucket((offset + i) - j)``.
+
+    With ``offset=0`` identical to Transformers'
+    ``build_relative_position(query, key, bucket_size, max_position)[0]``
+    (DeBERTa v2/v3); ``offset`` places query 0 at that absolute position (a
+    KV-cache step). Note DeBERTa's sign, **query minus key**. The logarithm
+    runs once per distance (``q_len + k_len - 1`` of them), not per
+    (query, key) pair; the block is streamed from that row.
+
+    Parameters
+    ----------
+__GRID_PARAMETERS__
+__DEBERTA_PARAMETERS__
+    out : int64 array of shape [q_len, k_len], optional
+
+    Returns
+    -------
+    int64 ndarray of shape [q_len, k_len]
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.deberta_buckets(2, 3, offset=1)
+    array([[ 1,  0, -1],
+           [ 2,  1,  0]])
+    >>> posenc.deberta_buckets(1, 4, offset=3, bucket_size=4, max_position=8).tolist()
+    [[3, 2, 1, 0]]
+    """
+    grid = distance_grid(q_len, k_len, offset=offset)
+    deberta = deberta_bucketing(bucket_size=bucket_size, max_position=max_position)
+    shape = (grid.q_len, grid.k_len)
+    int64 = np.dtype(np.int64)
+    _checks.result_size(shape, int64, "the result")
+    return DebertaBucketBlock(grid, deberta, _checks.out_target(out, shape, int64))
+
+
+# ---------------------------------------------------------------- Transformer-XL / Conformer shift
+
+def relative_shift(bd: Any) -> np.ndarray:
+    """Transformer-XL / Conformer "relative shift" of scores against a relative table, as a view (no copy).
+
+    Relative attention in the Transformer-XL style (Dai et al., 2019;
+    Conformer, Gulati et al., 2020) scores each query against a table of
+    ``q + k - 1`` relative encodings, ``bd[..., i, c] = (q_i + v) · R_c``,
+    where row ``c`` encodes the distance ``i - j = (q - 1) - c`` (descending
+    positions: ``sinusoidal`` of ``np.arange(q - 1, -k, -1)``). The score of
+    query ``i`` and key ``j`` is then ``bd[..., i, (q - 1) - i + j]``;
+    implementations gather it with a pad-and-reshape trick that copies the
+    scores twice. Here it is a strided view of ``bd``:
+    ``out[..., i, j] = bd[..., i, (q - 1) - i + j]``.
+
+    Parameters
+    ----------
+    bd : array_like of shape [..., q, q + k - 1], floating
+        Any strides and leading axes (batch, heads); ``q != k`` allowed (a
+        KV cache or Transformer-XL memory: keys ``0..k-1``, query ``i`` at
+        absolute position ``k - q + i``; then the table rows encode
+        ``(k - 1) - c`` relative to that, as in Transformer-XL with memory).
+        Byte-swapped input is converted first (a copy).
+
+    Returns
+    -------
+    ndarray of shape [..., q, k]
+        A read-only view of ``bd`` (``np.shares_memory(out, bd)``); call
+        ``np.ascontiguousarray`` on it for a compact copy.
+
+    Examples
+    --------
+    >>> import numpy as np, posenc
+    >>> q, k = 2, 3
+    >>> bd = np.array([[10., 11., 12., 13.], [20., 21., 22., 23.]])  # columns: distance 1, 0, -1, -2
+    >>> posenc.relative_shift(bd)
+    array([[11., 12., 13.],
+           [20., 21., 22.]])
+    """
+    x = _checks.float_array(bd, "bd")
+    if x.ndim < 2:
+        raise ValueError(f"bd must have shape [..., q, q + k - 1], got shape {x.shape}")
+    q, width = x.shape[-2], x.shape[-1]
+    k = width - q + 1
+    if k < 0:
+        raise ValueError(f"bd must have shape [..., q, q + k - 1] with k >= 0: q = {q} needs at least "
+                         f"{q - 1} columns, got shape {x.shape}")
+    shape = (*x.shape[:-2], q, k)
+    if q == 0 or k == 0 or 0 in x.shape[:-2]:
+        empty = np.empty(shape, x.dtype)
+        empty.flags.writeable = False
+        return empty
+    row, col = x.strides[-2], x.strides[-1]
+    start = x[..., :, q - 1:]  # element (…, 0, q - 1): query 0's score against key 0
+    view: np.ndarray = np.lib.stride_tricks.as_strided(start, shape, (*x.strides[:-2], row - col, col),
+                                                       writeable=False)
+    return view
 
 
 # ---------------------------------------------------------------- ALiBi
@@ -454,7 +663,8 @@ __GRID_PARAMETERS__
 
 @entry
 @_shared_doc
-def add_alibi(scores: Any, *, offset: int = 0, symmetric: bool = False, slopes: Any = None, out: Any = None) -> Any:
+def add_alibi(scores: Any, *, offset: int = 0, symmetric: bool = False, slopes: Any = None,
+              num_heads: Optional[int] = None, out: Any = None) -> Any:
     """``scores + alibi_bias(heads, q, k)`` for scores ``[..., heads, q, k]``, fused, no bias materialised.
 
 __ALIBI_FORMS__
@@ -472,7 +682,8 @@ __ALIBI_FORMS__
     symmetric : bool
         The bidirectional form.
     slopes : array_like of shape [heads], optional
-        Default: :func:`alibi_slopes` for ``scores.shape[-3]`` heads, in float64.
+        Default: :func:`alibi_slopes` for ``scores.shape[-3]`` heads (``num_heads``
+        when given), in float64.
 __SCORES_OUT__
 
     Examples
@@ -484,5 +695,5 @@ __SCORES_OUT__
     [-1.0, -0.75, -0.5, -0.25, 0.0]
     """
     symmetric = _checks.boolean(symmetric, "symmetric")
-    s, grid, target = _scores(scores, offset=offset, heads=None, out=out)
+    s, grid, target = _scores(scores, offset=offset, heads=None, out=out, num_heads=num_heads)
     return AlibiAdd(s, grid, head_slopes(slopes, heads=s.shape[-3]), symmetric, target)

@@ -24,8 +24,9 @@ import numpy as np
 from .. import _api
 from .._backend import native
 from .._checks import Out
-from .._plans.relative import (AlibiAdd, AlibiBias, DistanceGrid, RelativeEmbeddings, RelativePositions, T5Bias,
-                               T5BiasAdd, T5BucketBlock, T5Bucketing, T5BucketOf)
+from .._plans.relative import (AlibiAdd, AlibiBias, DebertaBucketBlock, DistanceGrid,
+                               RelativeEmbeddings, RelativePositions, T5Bias, T5BiasAdd, T5BucketBlock, T5Bucketing,
+                               T5BucketOf, deberta_values)
 from .._rounding import round_once
 from ._memory import aligned, write
 
@@ -167,3 +168,11 @@ def alibi_bias(plan: AlibiBias) -> Any:
 @_api.native(AlibiAdd)
 def add_alibi(plan: AlibiAdd) -> Any:
     return _add(plan.scores, plan.out, _alibi_lut(plan.slopes, plan.grid, plan.symmetric, plan.scores.dtype))
+
+
+
+@_api.native(DebertaBucketBlock)
+def deberta_buckets(plan: DebertaBucketBlock) -> Any:
+    # DeBERTa's sign: query minus key, the negated distance of each lookup-row entry.
+    lut = deberta_values(-_distances(plan.grid), plan.deberta)[None, :]
+    return _stream(plan.out, (plan.grid.q_len, plan.grid.k_len), np.dtype(np.int64), lut)

@@ -13,10 +13,11 @@ computes; the two are kept apart so that comparing them tests something.
 
 from __future__ import annotations
 
+import fractions
 import functools
 import itertools
 import math
-from typing import Any, Iterator, NamedTuple, Optional
+from typing import Any, Iterator, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -113,6 +114,141 @@ def t5_distances(value: Any, name: str = "relative_position") -> np.ndarray:
     else:  # two passes, but np.clip's Python layers cost more than that on small arrays
         clipped = np.minimum(np.maximum(arr.astype(np.int64, copy=False), -DISTANCE_CLIP), DISTANCE_CLIP)
     return clipped
+
+
+# ---------------------------------------------------------------- DeBERTa
+
+# DeBERTa's float32 chain resolves no more buckets than float32 has integers (mid - 1 and mid exact).
+DEBERTA_MAX_BUCKET_SIZE = 2**24
+DEBERTA_MAX_POSITION = 2**62
+
+
+class DebertaBucketing(NamedTuple):
+    """DeBERTa's log-bucket parameters, validated; ``mid`` 0 means plain differences (no bucketing)."""
+
+    bucket_size: int
+    max_position: int
+    mid: int  # bucket_size // 2; 0: plain differences (bucket_size <= 0 or max_position <= 0)
+    log_denominator: float  # float32(log(float32((max_position - 1) / mid))), correctly rounded
+
+
+def deberta_bucketing(*, bucket_size: Any, max_position: Any) -> DebertaBucketing:
+    """Check DeBERTa's parameters: plain differences when either is <= 0, else finite positive buckets."""
+    size = _checks.integer(bucket_size, "bucket_size")
+    maximum = _checks.integer(max_position, "max_position")
+    if size <= 0 or maximum <= 0:  # Transformers' build_relative_position buckets only when both are > 0
+        return DebertaBucketing(size, maximum, 0, 0.0)
+    if size > DEBERTA_MAX_BUCKET_SIZE:
+        raise ValueError(f"bucket_size must be <= 2**24 (float32 resolves no more), got {size}")
+    if maximum > DEBERTA_MAX_POSITION:
+        raise ValueError(f"max_position must be <= 2**62, got {maximum}")
+    mid = size // 2
+    if mid == 0:
+        raise ValueError(f"bucket_size={size} gives bucket_size // 2 = 0 (DeBERTa divides by it): need >= 2")
+    if maximum - 1 <= mid:
+        raise ValueError(
+            f"max_position={maximum} must be > bucket_size // 2 + 1 = {mid + 1}: DeBERTa's log buckets divide by "
+            f"log((max_position - 1) / (bucket_size // 2)), and there it is <= 0 (negative or infinite buckets)"
+        )
+    ratio = np.float32((maximum - 1) / mid)  # a Python float made a float32 tensor, as Transformers does
+    denominator = float(np.float32(math.log(float(ratio))))
+    if not denominator > 0:  # cannot happen with mid <= 2**23: (mid + 1) / mid rounds above 1
+        raise ValueError(f"max_position={maximum}: log((max_position - 1) / (bucket_size // 2)) rounds to 0")
+    return DebertaBucketing(size, maximum, mid, denominator)
+
+
+def _root(value: int, k: int) -> Optional[int]:
+    """The integer k-th root of ``value`` when it is a perfect k-th power, else None."""
+    r = round(float(value) ** (1.0 / k))
+    for c in (r - 1, r, r + 1):
+        if c >= 1 and pow(c, k) == value:
+            return int(c)
+    return None
+
+
+def power_ties(unit: int, ratio: fractions.Fraction, scale: int) -> Tuple[Tuple[int, int], ...]:
+    """Integers ``n > unit`` (up to 2**63) with ``log(n / unit) / log(ratio) · scale`` a whole number t, as (n, t).
+
+    ``(n / unit)^scale = ratio^t`` holds only if ``n / unit`` and ``ratio`` (> 1) are
+    powers of one rational ``g`` that is no perfect power itself: ``ratio = g^P``,
+    ``n / unit = g^s``, ``t = s·scale / P``. ``g`` is ratio's largest exact root
+    (numerator and denominator both perfect P-th powers; P <= 62 as the numerator
+    is < 2**63). ``scale`` 0 (every value 0, exactly) lists nothing.
+    """
+    if scale == 0:
+        return ()
+    power, g = 1, ratio
+    for k in range(62, 1, -1):
+        num, den = _root(ratio.numerator, k), _root(ratio.denominator, k)
+        if num is not None and den is not None:
+            power, g = k, fractions.Fraction(num, den)
+            break
+    ties = []
+    s = 1
+    while True:
+        n = unit * g**s
+        if g.denominator > 1 and unit % g.denominator**s != 0:
+            break  # g's denominator to the s-th power no longer divides unit: never an integer again
+        if n > 2**63:
+            break
+        if n.denominator == 1 and (s * scale) % power == 0:
+            ties.append((int(n), s * scale // power))
+        s += 1
+    return tuple(ties)
+
+
+@functools.lru_cache(maxsize=256)
+def deberta_ties(mid: int, max_position: int) -> Tuple[Tuple[int, int], ...]:
+    """Magnitudes ``n`` (mid < n <= 2**63) whose exact DeBERTa log bucket is a whole number, with that bucket.
+
+    The exact value ``log(n / mid) / log((max_position - 1) / mid) · (mid - 1)``
+    (:func:`power_ties`); for ``mid = 1`` every value is ``· 0 = 0`` exactly (no
+    tie to list). The bucket is ``mid + t``.
+    """
+    ties = power_ties(mid, fractions.Fraction(max_position - 1, mid), mid - 1)
+    return tuple((n, mid + t) for n, t in ties)
+
+
+def deberta_magnitude_buckets(magnitude: np.ndarray, p: DebertaBucketing) -> np.ndarray:
+    """int64 log buckets ``mid + ceil(...)`` of uint64 magnitudes > mid: DeBERTa's float32 chain.
+
+    Transformers' ``make_log_bucket_position``, step for step with PyTorch's
+    float32 arithmetic::
+
+        ceil(log(float32(n) / mid) / float32(log(float32((max_position - 1) / mid))) * (mid - 1)) + mid
+
+    with the correctly rounded float32 logarithm (the float64 log of the
+    float32 argument, rounded once). No exact-value rule at whole numbers
+    (:func:`deberta_ties`): there Transformers follows its float32 chain too
+    (``ceil`` of a float32 value just above the exact integer gives the next
+    bucket), and posenc must agree with it.
+    """
+    x = magnitude.astype(np.float32) / np.float32(p.mid)
+    log_x = np.log(x.astype(np.float64)).astype(np.float32)
+    scaled = log_x / np.float32(p.log_denominator) * np.float32(p.mid - 1)
+    buckets: np.ndarray = (np.ceil(scaled) + np.float32(p.mid)).astype(np.int64)
+    return buckets
+
+
+def deberta_values(relative_position: np.ndarray, p: DebertaBucketing) -> np.ndarray:
+    """int64 DeBERTa buckets of int64 relative positions (query minus key), any shape."""
+    d = relative_position.astype(np.int64, copy=True)
+    if p.mid == 0:
+        return d
+    magnitude = np.abs(d).astype(np.uint64)  # |INT64_MIN| wraps to itself, which is 2**63 as uint64
+    far = magnitude > p.mid
+    if far.any():
+        buckets = deberta_magnitude_buckets(magnitude[far], p)
+        d[far] = np.where(d[far] < 0, -buckets, buckets)
+    return d
+
+
+def deberta_positions(value: Any, name: str = "relative_position") -> np.ndarray:
+    """Integer relative positions of any shape as int64; unsigned ones past 2**63 - 1 are a ValueError."""
+    arr = _checks.integer_array(value, name)
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} must fit int64 (the buckets keep the sign), got {int(arr.max())}")
+    return arr.astype(np.int64, copy=False)
 
 
 # ---------------------------------------------------------------- ALiBi
@@ -290,4 +426,12 @@ class AlibiAdd(NamedTuple):
     grid: DistanceGrid
     slopes: np.ndarray  # float64 [heads]
     symmetric: bool
+    out: Optional[Out]
+
+
+class DebertaBucketBlock(NamedTuple):
+    """``deberta_buckets``: the int64 buckets of ``(offset + i) - j`` over a grid."""
+
+    grid: DistanceGrid
+    deberta: DebertaBucketing
     out: Optional[Out]

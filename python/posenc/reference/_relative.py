@@ -16,8 +16,9 @@ import numpy as np
 
 from .. import _api
 from .._checks import Out
-from .._plans.relative import (AlibiAdd, AlibiBias, RelativeEmbeddings, RelativePositions, T5Bias, T5BiasAdd,
-                               T5BucketBlock, T5Bucketing, T5BucketOf)
+from .._plans.relative import (AlibiAdd, AlibiBias, DebertaBucketBlock, RelativeEmbeddings,
+                               RelativePositions, T5Bias, T5BiasAdd, T5BucketBlock, T5Bucketing, T5BucketOf,
+                               deberta_values)
 from .._rounding import round_once
 
 
@@ -112,3 +113,9 @@ def alibi_bias(plan: AlibiBias) -> Any:
 def add_alibi(plan: AlibiAdd) -> Any:
     bias = alibi_values(plan.slopes, plan.grid.distances(), plan.symmetric, plan.scores.dtype)
     return _add(plan.scores, bias, plan.out)
+
+
+
+@_api.reference(DebertaBucketBlock)
+def deberta_buckets(plan: DebertaBucketBlock) -> Any:
+    return _api.store(plan.out, deberta_values(-plan.grid.distances(), plan.deberta))
