@@ -14,7 +14,7 @@
 //      below 2^-58 relative on that interval).
 //   4. the quadrant q mod 4 swaps and negates.
 // Accuracy: absolute error below 4e-16 for |x| ≤ kSinCosMaxArg (checked
-// against libm in tests/test_trig_accuracy.py). Larger |x| (never reached by
+// against libm in tests/test_sinusoidal.py::test_trig_core_against_libm). Larger |x| (never reached by
 // positions below ~10^7 times a frequency ≤ 1) go through libm's sincos in
 // sincos_scaled's fix-up pass, so every finite argument is handled.
 #pragma once
