@@ -753,7 +753,7 @@ def test_deberta_buckets_kv_cache_step(isa):
 # ---------------------------------------------------------------- relative_shift (Transformer-XL / Conformer)
 
 def conformer_rel_shift(scores_bd):
-    """Transformers' Wav2Vec2ConformerSelfAttention shift (also NeMo/Parakeet's rel_shift), q = k = T:
+    """Transformers' Wav2Vec2ConformerSelfAttention shift (Parakeet's is checked on its own below), q = k = T:
     pad a zero column on the left, view as [..., 2T, T], drop the first row, view back, keep T columns."""
     *lead, t, width = scores_bd.shape
     padded = np.concatenate([np.zeros((*lead, t, 1), scores_bd.dtype), scores_bd], axis=-1)
@@ -800,6 +800,17 @@ def test_relative_shift_equals_transformer_xl_with_memory(isa, q, k):
     got = np.moveaxis(posenc.relative_shift(np.moveaxis(bd, (0, 1), (-2, -1))), (-2, -1), (0, 1))
     valid = np.arange(k)[None, :] <= (k - q) + np.arange(q)[:, None]  # causal: the rest is masked junk
     same_bits(got[valid], want[valid])
+
+
+@requires_torch
+@pytest.mark.parametrize("t", [1, 5, 12])
+def test_relative_shift_equals_parakeets(isa, t):
+    """Transformers' Parakeet encoder attention: ``_rel_shift`` (NeMo's pad-and-reshape) then the first
+    ``t`` columns, on scores against positions t-1 .. -(t-1)."""
+    parakeet = pytest.importorskip("transformers.models.parakeet.modeling_parakeet")
+    bd = torch.randn(2, 3, t, 2 * t - 1)
+    want = parakeet.ParakeetEncoderAttention._rel_shift(None, bd)[..., :t]
+    same_bits(posenc.relative_shift(bd.numpy()), want.numpy())
 
 
 def test_relative_shift_of_a_torch_tensor_is_a_view(isa):
