@@ -7,7 +7,7 @@ which the active backend's executor computes.
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Callable, Tuple, TypeVar
 
 import numpy as np
 
@@ -137,12 +137,15 @@ def add_sinusoidal(
     return SinusoidalAdd(xa, pos, float(start), inv_freq, interleaved, scale, target)
 
 
-def _grid_doc(axes: str) -> Any:
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _grid_doc(axes: str) -> Callable[[F], F]:
     """Fill the Parameters and Returns of a ``[axes..., dim]`` grid encoding into a docstring."""
     shape = f"[{axes}, dim]"
 
-    def fill(func: Any) -> Any:
-        func.__doc__ = func.__doc__.replace("__GRID_PARAMETERS__", f"""    Parameters
+    def fill(func: F) -> F:
+        func.__doc__ = (func.__doc__ or "").replace("__GRID_PARAMETERS__", f"""    Parameters
     ----------
     {axes} : int
         Grid size (>= 0).
