@@ -50,7 +50,7 @@ inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, co
     if (kContiguous) xs = os = 1;
     if (kHalf > 0) half = kHalf;
     // Blocks of pairs: kBlock pairs (interleaved: 2·kBlock features).
-    for_row<kDirect<T, kContiguous>>(half, [&](std::int64_t i0, auto m) {
+    for_row<kDirect<T, kContiguous>>(half, [&](std::int64_t i0, auto m) POSENC_BLOCK_BODY {
         W xb[2 * kBlock];
         Res rb[2 * kBlock];
         if (kInterleaved) {
@@ -264,7 +264,7 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
 // out[j] = scale·v[j] rounded once to T, j < n.
 template <class T>
 inline void scaled_row(const double* __restrict v, double scale, std::int64_t n, T* out) {
-    for_row<kDirect<T, true>>(n, [&](std::int64_t j0, auto m) {
+    for_row<kDirect<T, true>>(n, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
         Result<T> buf[kBlock];
         Result<T>* res = result_chunk(out + j0, 1, buf);
 #pragma omp simd

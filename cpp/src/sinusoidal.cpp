@@ -20,7 +20,7 @@ inline void encode_run(const double* __restrict v, std::int64_t n, double scale,
         write_chunk(v, out, ocs, n);
         return;
     }
-    for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t j0, auto m) {
+    for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
         Wide<T> xb[kBlock];
         R rb[kBlock];
         const Wide<T>* xw = read_chunk(x + j0 * xcs, xcs, m, xb);
@@ -36,7 +36,7 @@ template <bool kAdd, bool kContiguous, class T>
 inline void encode_pairs(const double* __restrict s, const double* __restrict c, std::int64_t n, double scale,
                          const T* x, std::int64_t xcs, T* out, std::int64_t ocs) {
     using R = Result<T>;
-    for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t i0, auto m) {
+    for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t i0, auto m) POSENC_BLOCK_BODY {
         Wide<T> xb[2 * kBlock];
         R rb[2 * kBlock];
         const Wide<T>* xw = kAdd ? read_chunk(x + 2 * i0 * xcs, xcs, 2 * m, xb) : nullptr;
