@@ -1,5 +1,6 @@
 // Learned position tables: lookup, the fused x + table[p], and the deterministic
 // scatter-add gradient. Compiled once per ISA.
+#include "posenc/vector_width_256.hpp"
 #include "posenc/learned.hpp"
 
 #include "posenc/buffer.hpp"

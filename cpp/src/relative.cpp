@@ -1,5 +1,6 @@
 // Relative positions: Toeplitz blocks streamed out of per-head lookup rows, and the
 // T5 bucket boundaries. Compiled once per ISA.
+#include "posenc/vector_width_256.hpp"
 #include "posenc/relative.hpp"
 
 #include <cmath>

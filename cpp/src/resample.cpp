@@ -1,4 +1,5 @@
 // Resampling one table axis with precomputed taps (linear or cubic). Compiled once per ISA.
+#include "posenc/vector_width_512.hpp"
 #include "posenc/resample.hpp"
 
 #include "posenc/chunks.hpp"

@@ -19,6 +19,7 @@
 // themselves are exact to ~1e-9 rad at positions of 2^23. Doing the float32
 // rotation in float32 halves the register width per element and keeps the
 // loop at memory speed.
+#include "posenc/vector_width_256.hpp"
 #include "posenc/rope.hpp"
 
 #include "posenc/angles.hpp"

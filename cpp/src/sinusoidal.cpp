@@ -1,4 +1,5 @@
 // Sinusoidal encodings: tables and the fused scale·x + PE. Compiled once per ISA.
+#include "posenc/vector_width_512.hpp"
 #include "posenc/sinusoidal.hpp"
 
 #include "posenc/angles.hpp"

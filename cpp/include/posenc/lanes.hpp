@@ -1,9 +1,10 @@
 // posenc/lanes.hpp — float16/bfloat16 ↔ float, and double → odd float, a whole vector at a time.
 //
 // The element-wise conversions of convert.hpp, for one vector of kLanes
-// values: 16 on the AVX-512 path, 8 on the AVX2 path (whose dispatch requires
-// F16C), none on the baseline path (kLanes = 0: callers fall back to the
-// element-wise code, which GCC vectorises there). Each function computes the
+// values: 16 on the AVX-512 path when the kernel source works in 512-bit
+// vectors (POSENC_VECTOR_BITS), 8 on the AVX2 path (whose dispatch requires
+// F16C) and in 256-bit AVX-512 sources, none on the baseline path (kLanes = 0:
+// callers fall back to the element-wise code, which GCC vectorises there). Each function computes the
 // same bits as its element-wise twin: F16C's conversions are those convert.hpp
 // imitates (checked on every float16 value and 4e8 floats), and the bfloat16
 // and round-to-odd ones are the same integer operations, lane by lane.
@@ -15,13 +16,17 @@
 #include <immintrin.h>
 #endif
 
+#ifndef POSENC_VECTOR_BITS
+#error "a kernel source states its vector width (POSENC_VECTOR_BITS, see posenc/target.hpp) before its includes"
+#endif
+
 #include "posenc/convert.hpp"
 #include "posenc/dtype.hpp"
 #include "posenc/target.hpp"
 
 POSENC_BEGIN_TARGET
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && POSENC_VECTOR_BITS >= 512
 
 #define POSENC_HAVE_LANES 1
 constexpr std::int64_t kLanes = 16;
