@@ -228,8 +228,7 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     const std::int64_t table = kAnchorRows * 2 * half;
     const std::int64_t per_thread = 2 * table + 3 * half;
     Scratch scratch(2 * half + per_thread * threads);
-    const AngleStep step{scratch.data(), scratch.data() + half};
-    sincos_scaled(1.0, a.inv_freq, scratch.data(), scratch.data() + half, half);
+    const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
 
     // Items are handed out one at a time from a shared counter rather than
     // in fixed halves: on a loaded machine a descheduled thread then delays
@@ -280,8 +279,7 @@ void cos_sin(const RopeArgs& a, void* cos_out, void* sin_out) {
     const std::int64_t blocks = (a.rows + kAnchorRows - 1) / kAnchorRows;
     const int threads = plan_threads(blocks, kAnchorRows * 2 * (half + 2));
     Scratch scratch(2 * half + 2 * half * threads);
-    const AngleStep step{scratch.data(), scratch.data() + half};
-    sincos_scaled(1.0, a.inv_freq, scratch.data(), scratch.data() + half, half);
+    const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
     T* co = static_cast<T*>(cos_out);
     T* so = static_cast<T*>(sin_out);
     parallel_chunks(blocks, threads, [&](std::int64_t begin, std::int64_t end, int t) {

@@ -82,8 +82,7 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     // sum, the row interleaved; plus the one-position step shared by all.
     const std::int64_t per_thread = 4 * half;
     Scratch scratch(2 * half + per_thread * threads);
-    const AngleStep step{scratch.data(), scratch.data() + half};
-    sincos_scaled(1.0, a.inv_freq, scratch.data(), scratch.data() + half, half);
+    const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
     const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
 
     parallel_chunks(items, threads, [&](std::int64_t begin, std::int64_t end, int t) {
