@@ -1,5 +1,6 @@
 #include "bindings/common.hpp"
 
+#include <array>
 #include <cstring>
 
 namespace posenc::bind {
@@ -54,6 +55,7 @@ Positions positions_of(const std::optional<py::array>& values, double start, std
 Rows::Rows(const py::array& a, const char* name) {
     const py::ssize_t nd = a.ndim();
     if (nd < 2) throw std::invalid_argument(std::string(name) + " must have at least 2 dimensions, got shape " + shape_of(a));
+    if (nd > static_cast<py::ssize_t>(kMaxDims)) throw std::invalid_argument(std::string(name) + " has too many dimensions");
     rows_ = a.shape(nd - 2);
     cols_ = a.shape(nd - 1);
     row_stride_ = element_stride(a, nd - 2, name);
@@ -62,13 +64,15 @@ Rows::Rows(const py::array& a, const char* name) {
     for (py::ssize_t i = 0; i < nd - 2; ++i) batches *= a.shape(i);
     if (batches == 0 || rows_ == 0 || cols_ == 0) return;
     offsets_.assign(static_cast<std::size_t>(batches), 0);
-    // Walk the leading axes in C order like an odometer.
-    std::vector<std::int64_t> index(static_cast<std::size_t>(nd > 2 ? nd - 2 : 0), 0), stride(index.size());
-    for (std::size_t i = 0; i < index.size(); ++i) stride[i] = element_stride(a, static_cast<py::ssize_t>(i), name);
+    // Walk the leading axes in C order like an odometer (fixed arrays: no
+    // allocation but the offsets, which matters to a decode step's call).
+    const std::size_t leading = static_cast<std::size_t>(nd > 2 ? nd - 2 : 0);
+    std::array<std::int64_t, kMaxDims> index{}, stride{};
+    for (std::size_t i = 0; i < leading; ++i) stride[i] = element_stride(a, static_cast<py::ssize_t>(i), name);
     std::int64_t offset = 0;
     for (std::int64_t b = 0; b < batches; ++b) {
         offsets_[static_cast<std::size_t>(b)] = offset;
-        for (std::size_t axis = index.size(); axis-- > 0;) {
+        for (std::size_t axis = leading; axis-- > 0;) {
             offset += stride[axis];
             if (++index[axis] < a.shape(static_cast<py::ssize_t>(axis))) break;
             offset -= stride[axis] * index[axis];
@@ -79,26 +83,28 @@ Rows::Rows(const py::array& a, const char* name) {
 
 GroupedRows::GroupedRows(const py::array& a, py::ssize_t row_axis, bool grouped, const char* name) {
     const py::ssize_t nd = a.ndim();
+    if (nd > static_cast<py::ssize_t>(kMaxDims)) throw std::invalid_argument(std::string(name) + " has too many dimensions");
     if (nd < 2 || row_axis < 0 || row_axis >= nd - 1 || (grouped && row_axis == 0))
         throw std::invalid_argument(std::string(name) + " of shape " + shape_of(a) + " has no such row axis");
     rows_ = a.shape(row_axis);
     cols_ = a.shape(nd - 1);
     row_stride_ = element_stride(a, row_axis, name);
     col_stride_ = element_stride(a, nd - 1, name);
-    std::vector<py::ssize_t> axes;
+    std::array<py::ssize_t, kMaxDims> axes{};
+    std::size_t n_axes = 0;
     for (py::ssize_t i = 0; i < nd - 1; ++i)
-        if (i != row_axis) axes.push_back(i);
-    std::vector<std::int64_t> stride(axes.size()), extent(axes.size()), index(axes.size(), 0);
+        if (i != row_axis) axes[n_axes++] = i;
+    std::array<std::int64_t, kMaxDims> stride{}, extent{}, index{};
     std::int64_t count = 1;
-    for (std::size_t i = 0; i < axes.size(); ++i) {
+    for (std::size_t i = 0; i < n_axes; ++i) {
         stride[i] = element_stride(a, axes[i], name);
         extent[i] = a.shape(axes[i]);
         count *= extent[i];
     }
     groups_ = grouped ? a.shape(0) : 1;
     units_ = groups_ > 0 ? count / groups_ : 0;
-    if (!axes.empty()) {
-        const std::int64_t inner = stride.back() < 0 ? -stride.back() : stride.back();
+    if (n_axes > 0) {
+        const std::int64_t inner = stride[n_axes - 1] < 0 ? -stride[n_axes - 1] : stride[n_axes - 1];
         rows_outer_ = (row_stride_ < 0 ? -row_stride_ : row_stride_) >= inner;
     }
     if (count == 0 || rows_ == 0 || cols_ == 0) return;
@@ -107,7 +113,7 @@ GroupedRows::GroupedRows(const py::array& a, py::ssize_t row_axis, bool grouped,
     std::int64_t offset = 0;
     for (std::int64_t k = 0; k < count; ++k) {
         offsets_[static_cast<std::size_t>(k)] = offset;
-        for (std::size_t i = axes.size(); i-- > 0;) {
+        for (std::size_t i = n_axes; i-- > 0;) {
             offset += stride[i];
             if (++index[i] < extent[i]) break;
             offset -= stride[i] * index[i];

@@ -24,6 +24,9 @@ namespace posenc::bind {
 
 namespace py = pybind11;
 
+// NumPy's largest number of dimensions (NPY_MAXDIMS, 64 since NumPy 2; 32 before).
+constexpr std::size_t kMaxDims = 64;
+
 // Whether `a` holds elements of type T. Compared by value (NumPy's EquivTypes),
 // never by identity: an unpickled array (every array a dask.distributed worker
 // receives) carries its own dtype object, equal to but not the canonical one.
@@ -90,5 +93,21 @@ std::int64_t element_stride(const py::array& a, py::ssize_t axis, const char* na
 
 // Same shape on every axis; ValueError naming both otherwise.
 void require_same_shape(const py::array& a, const char* a_name, const py::array& b, const char* b_name);
+
+// Releases the GIL around a kernel of `elements` elements, unless there are
+// so few that releasing and re-taking it would cost more than the work (a
+// decode step rotates a few hundred values in well under a microsecond). The
+// kernel then runs on the calling thread either way; NumPy's ufuncs draw the
+// same line (NPY_BEGIN_THREADS_THRESHOLDED).
+class ReleaseGil {
+  public:
+    explicit ReleaseGil(std::int64_t elements) {
+        if (elements >= kMinElements) release_.emplace();
+    }
+
+  private:
+    static constexpr std::int64_t kMinElements = std::int64_t(1) << 14;
+    std::optional<py::gil_scoped_release> release_;
+};
 
 }  // namespace posenc::bind

@@ -54,7 +54,7 @@ void lookup(py::array table, py::array positions, py::array out) {
     const EmbeddingArgs a = table_args(table, dt, o, positions);
     if (o.empty()) return;
     const auto kernel = learned_kernels().lookup[static_cast<int>(dt)];
-    py::gil_scoped_release release;
+    const ReleaseGil release(out.size());
     kernel(a, out.mutable_data(), o.layout());
 }
 
@@ -68,7 +68,7 @@ void add(py::array x, py::array table, py::array positions, py::array out) {
     const EmbeddingArgs a = table_args(table, dt, o, positions);
     if (o.empty()) return;
     const auto kernel = learned_kernels().add[static_cast<int>(dt)];
-    py::gil_scoped_release release;
+    const ReleaseGil release(out.size());
     kernel(a, x.data(), xr.layout(), out.mutable_data(), o.layout());
 }
 
@@ -84,7 +84,7 @@ void grad(py::array grad_rows, py::array positions, py::array out) {
     if (out.size() == 0) return;
     const auto kernel = learned_kernels().grad[static_cast<int>(dt)];
     const RowLayout layout = g.empty() ? RowLayout{nullptr, 0, 0, 1} : g.layout();
-    py::gil_scoped_release release;
+    const ReleaseGil release(grad_rows.size() + out.size());
     kernel(a, out.shape(0), grad_rows.data(), layout, out.mutable_data());
 }
 

@@ -48,7 +48,7 @@ void toeplitz_copy(py::array out, py::array lut, std::int64_t step) {
     const ToeplitzArgs a = args_of(out, o, lut, step);
     if (o.empty()) return;
     const auto kernel = relative_kernels().copy[static_cast<int>(w)];
-    py::gil_scoped_release release;
+    const ReleaseGil release(out.size());
     kernel(a, out.mutable_data(), o.layout());
 }
 
@@ -64,7 +64,7 @@ void toeplitz_add(py::array x, py::array out, py::array lut) {
     const ToeplitzArgs a = args_of(x, o, lut, 1);
     if (o.empty()) return;
     const auto kernel = relative_kernels().add[static_cast<int>(dt)];
-    py::gil_scoped_release release;
+    const ReleaseGil release(out.size());
     kernel(a, x.data(), xr.layout(), out.mutable_data(), o.layout());
 }
 

@@ -74,7 +74,7 @@ void apply(py::array x, py::array out, py::ssize_t seq_axis, bool grouped, std::
     const RopeArgs args = args_of(a.x, positions, start, inv_freq, pair_axis, scale, interleaved, inverse);
     if (a.x.empty()) return;
     const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
-    py::gil_scoped_release release;
+    const ReleaseGil release(out.size());
     kernel(args, &a.op, 1);
 }
 
@@ -95,7 +95,7 @@ void apply_qk(py::array q, py::array out_q, py::array k, py::array out_k, py::ss
     if (!b.x.empty()) ops[n++] = b.op;
     if (n == 0) return;
     const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
-    py::gil_scoped_release release;
+    const ReleaseGil release(out_q.size() + out_k.size());
     kernel(args, ops, n);
 }
 
@@ -117,7 +117,7 @@ void cos_sin(py::array cos_out, py::array sin_out, std::optional<py::array> posi
     const RopeArgs args{1, rows, p.values, p.start, w, half, nullptr, scale, false, false};
     if (rows == 0 || half == 0) return;
     const auto kernel = rope_kernels().cos_sin[static_cast<int>(dt)];
-    py::gil_scoped_release release;
+    const ReleaseGil release(2 * cos_out.size());
     kernel(args, cos_out.mutable_data(), sin_out.mutable_data());
 }
 

@@ -26,7 +26,7 @@ void table(py::array out, std::optional<py::array> positions, double start, py::
     const SinusoidalArgs a = args_of(o, positions, start, inv_freq, interleaved);
     if (o.empty()) return;
     const auto kernel = sinusoidal_kernels().table[static_cast<int>(dt)];
-    py::gil_scoped_release release;
+    const ReleaseGil release(out.size());
     kernel(a, out.mutable_data(), o.layout());
 }
 
@@ -42,7 +42,7 @@ void add(py::array x, py::array out, std::optional<py::array> positions, double 
     if (o.cols() != 2 * a.half) throw std::invalid_argument("x rows must hold 2·len(inv_freq) features");
     if (o.empty()) return;
     const auto kernel = sinusoidal_kernels().add[static_cast<int>(dt)];
-    py::gil_scoped_release release;
+    const ReleaseGil release(out.size());
     kernel(a, scale, x.data(), xr.layout(), out.mutable_data(), o.layout());
 }
 

@@ -1,5 +1,6 @@
 // Learned position tables: lookup, the fused x + table[p], and the deterministic
 // scatter-add gradient. Compiled once per ISA.
+#include "posenc/vector_width_256.hpp"
 #include "posenc/learned.hpp"
 
 #include "posenc/buffer.hpp"
@@ -73,7 +74,7 @@ void add(const EmbeddingArgs& a, const void* x, const RowLayout& xl, void* out, 
 template <bool kContiguous, class T>
 inline void accumulate_row(Wide<T>* __restrict acc, const T* g, std::int64_t gcs, std::int64_t dim) {
     if (kContiguous) gcs = 1;
-    for_row<kDirect<T, kContiguous>>(dim, [&](std::int64_t j0, auto m) {
+    for_row<kDirect<T, kContiguous>>(dim, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
         Wide<T> buf[kBlock];
         const Wide<T>* __restrict gw = read_chunk(g + j0 * gcs, gcs, m, buf);
 #pragma omp simd

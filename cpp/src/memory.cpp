@@ -1,5 +1,6 @@
 // Memory ceilings: a write-only and a read-modify-write pass at the vector
 // width of the path in use. Compiled once per ISA.
+#include "posenc/vector_width_512.hpp"
 #include "posenc/memory.hpp"
 
 #include "posenc/parallel.hpp"

@@ -1,5 +1,6 @@
 // Relative positions: Toeplitz blocks streamed out of per-head lookup rows, and the
 // T5 bucket boundaries. Compiled once per ISA.
+#include "posenc/vector_width_256.hpp"
 #include "posenc/relative.hpp"
 
 #include <cmath>
@@ -13,10 +14,10 @@ namespace {
 
 // ---------------------------------------------------------------- streaming
 
-// Row i of batch b starts at this element of the lookup rows.
-inline const char* lut_row(const ToeplitzArgs& a, std::size_t item_size, std::int64_t b, std::int64_t i) {
+// Row i of a batch whose lookup row (head) is h starts at this element.
+inline const char* lut_row(const ToeplitzArgs& a, std::size_t item_size, std::int64_t h, std::int64_t i) {
     const std::int64_t lut_len = (a.rows + a.cols - 1) * a.step;
-    const std::int64_t index = (b % a.lut_rows) * lut_len + (a.rows - 1 - i) * a.step;
+    const std::int64_t index = h * lut_len + (a.rows - 1 - i) * a.step;
     return static_cast<const char*>(a.lut) + index * static_cast<std::int64_t>(item_size);
 }
 
@@ -35,9 +36,21 @@ inline void for_each_row(const ToeplitzArgs& a, std::int64_t batches, std::int64
     const std::int64_t per_block = row_bytes >= kBlockBytes ? 1 : kBlockBytes / (row_bytes > 0 ? row_bytes : 1);
     const std::int64_t blocks = (items + per_block - 1) / per_block;
     const int threads = plan_threads(items, a.cols * a.step);
+    // body(b, h, i) for row i of batch b, whose head is h = b mod lut_rows. The
+    // indices advance by increments: rows of Swin-sized windows are a few
+    // hundred bytes, and three integer divisions per row cost as much as the add.
     const auto run_block = [&](std::int64_t block) {
-        const std::int64_t end = (block + 1) * per_block < items ? (block + 1) * per_block : items;
-        for (std::int64_t item = block * per_block; item < end; ++item) body(item / a.rows, item % a.rows);
+        const std::int64_t first = block * per_block;
+        const std::int64_t end = first + per_block < items ? first + per_block : items;
+        std::int64_t b = first / a.rows, i = first % a.rows, h = b % a.lut_rows;
+        for (std::int64_t item = first; item < end; ++item) {
+            body(b, h, i);
+            if (++i == a.rows) {
+                i = 0;
+                ++b;
+                h = h + 1 == a.lut_rows ? 0 : h + 1;
+            }
+        }
     };
     if (threads <= 1 || blocks <= 1) {
         for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
@@ -56,8 +69,8 @@ template <class U>
 void copy(const ToeplitzArgs& a, void* out_v, const RowLayout& ol) {
     U* out = static_cast<U*>(out_v);
     const std::int64_t n = a.cols * a.step, cs = ol.col_stride;
-    for_each_row(a, ol.batches, sizeof(U), [&](std::int64_t b, std::int64_t i) {
-        const U* src = reinterpret_cast<const U*>(lut_row(a, sizeof(U), b, i));
+    for_each_row(a, ol.batches, sizeof(U), [&](std::int64_t b, std::int64_t h, std::int64_t i) {
+        const U* src = reinterpret_cast<const U*>(lut_row(a, sizeof(U), h, i));
         U* dst = out + ol.batch_offsets[b] + i * ol.row_stride;
         if (cs == 1) {
             std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(U));
@@ -72,8 +85,8 @@ void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_
     const T* x = static_cast<const T*>(x_v);
     T* out = static_cast<T*>(out_v);
     const bool contiguous = xl.col_stride == 1 && ol.col_stride == 1;
-    for_each_row(a, ol.batches, sizeof(T), [&](std::int64_t b, std::int64_t i) {
-        const T* bias = reinterpret_cast<const T*>(lut_row(a, sizeof(T), b, i));
+    for_each_row(a, ol.batches, sizeof(T), [&](std::int64_t b, std::int64_t h, std::int64_t i) {
+        const T* bias = reinterpret_cast<const T*>(lut_row(a, sizeof(T), h, i));
         const T* xi = x + xl.batch_offsets[b] + i * xl.row_stride;
         T* oi = out + ol.batch_offsets[b] + i * ol.row_stride;
         // x and out are either the same memory or disjoint (the Python layer refuses partial overlap).

@@ -1,4 +1,5 @@
 // Resampling one table axis with precomputed taps (linear or cubic). Compiled once per ISA.
+#include "posenc/vector_width_512.hpp"
 #include "posenc/resample.hpp"
 
 #include "posenc/chunks.hpp"
@@ -15,7 +16,7 @@ template <int kTaps, class S, class D>
 inline void resample_row(const double* __restrict w, const std::int64_t* __restrict j, const S* plane,
                          std::int64_t n, D* out) {
     constexpr int kAnchor = kTaps == 2 ? 0 : 1;
-    for_row<kDirect<S, true> && kDirect<D, true>>(n, [&](std::int64_t c0, auto m) {
+    for_row<kDirect<S, true> && kDirect<D, true>>(n, [&](std::int64_t c0, auto m) POSENC_BLOCK_BODY {
         Wide<S> bufs[kTaps][kBlock];
         Result<D> res_buf[kBlock];
         const Wide<S>* __restrict rows[kTaps];

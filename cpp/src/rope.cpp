@@ -19,6 +19,7 @@
 // themselves are exact to ~1e-9 rad at positions of 2^23. Doing the float32
 // rotation in float32 halves the register width per element and keeps the
 // loop at memory speed.
+#include "posenc/vector_width_256.hpp"
 #include "posenc/rope.hpp"
 
 #include "posenc/angles.hpp"
@@ -50,7 +51,7 @@ inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, co
     if (kContiguous) xs = os = 1;
     if (kHalf > 0) half = kHalf;
     // Blocks of pairs: kBlock pairs (interleaved: 2·kBlock features).
-    for_row<kDirect<T, kContiguous>>(half, [&](std::int64_t i0, auto m) {
+    for_row<kDirect<T, kContiguous>>(half, [&](std::int64_t i0, auto m) POSENC_BLOCK_BODY {
         W xb[2 * kBlock];
         Res rb[2 * kBlock];
         if (kInterleaved) {
@@ -227,8 +228,7 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     const std::int64_t table = kAnchorRows * 2 * half;
     const std::int64_t per_thread = 2 * table + 3 * half;
     Scratch scratch(2 * half + per_thread * threads);
-    const AngleStep step{scratch.data(), scratch.data() + half};
-    sincos_scaled(1.0, a.inv_freq, scratch.data(), scratch.data() + half, half);
+    const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
 
     // Items are handed out one at a time from a shared counter rather than
     // in fixed halves: on a loaded machine a descheduled thread then delays
@@ -264,7 +264,7 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
 // out[j] = scale·v[j] rounded once to T, j < n.
 template <class T>
 inline void scaled_row(const double* __restrict v, double scale, std::int64_t n, T* out) {
-    for_row<kDirect<T, true>>(n, [&](std::int64_t j0, auto m) {
+    for_row<kDirect<T, true>>(n, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
         Result<T> buf[kBlock];
         Result<T>* res = result_chunk(out + j0, 1, buf);
 #pragma omp simd
@@ -279,8 +279,7 @@ void cos_sin(const RopeArgs& a, void* cos_out, void* sin_out) {
     const std::int64_t blocks = (a.rows + kAnchorRows - 1) / kAnchorRows;
     const int threads = plan_threads(blocks, kAnchorRows * 2 * (half + 2));
     Scratch scratch(2 * half + 2 * half * threads);
-    const AngleStep step{scratch.data(), scratch.data() + half};
-    sincos_scaled(1.0, a.inv_freq, scratch.data(), scratch.data() + half, half);
+    const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
     T* co = static_cast<T*>(cos_out);
     T* so = static_cast<T*>(sin_out);
     parallel_chunks(blocks, threads, [&](std::int64_t begin, std::int64_t end, int t) {

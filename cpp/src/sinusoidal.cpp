@@ -1,4 +1,5 @@
 // Sinusoidal encodings: tables and the fused scale·x + PE. Compiled once per ISA.
+#include "posenc/vector_width_512.hpp"
 #include "posenc/sinusoidal.hpp"
 
 #include "posenc/angles.hpp"
@@ -20,7 +21,7 @@ inline void encode_run(const double* __restrict v, std::int64_t n, double scale,
         write_chunk(v, out, ocs, n);
         return;
     }
-    for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t j0, auto m) {
+    for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
         Wide<T> xb[kBlock];
         R rb[kBlock];
         const Wide<T>* xw = read_chunk(x + j0 * xcs, xcs, m, xb);
@@ -31,42 +32,36 @@ inline void encode_run(const double* __restrict v, std::int64_t n, double scale,
     });
 }
 
-// The same for pairs of columns [0, 2n) of an interleaved row: column 2i from s[i], 2i + 1 from c[i].
-template <bool kAdd, bool kContiguous, class T>
-inline void encode_pairs(const double* __restrict s, const double* __restrict c, std::int64_t n, double scale,
-                         const T* x, std::int64_t xcs, T* out, std::int64_t ocs) {
+// Pairs of columns [0, 2n) of an interleaved encoding row: column 2i is
+// s[i], 2i + 1 is c[i], rounded once (the interleaving fused into the conversion).
+template <bool kContiguous, class T>
+inline void encode_pairs(const double* __restrict s, const double* __restrict c, std::int64_t n, T* out,
+                         std::int64_t ocs) {
     using R = Result<T>;
-    for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t i0, auto m) {
-        Wide<T> xb[2 * kBlock];
+    for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t i0, auto m) POSENC_BLOCK_BODY {
         R rb[2 * kBlock];
-        const Wide<T>* xw = kAdd ? read_chunk(x + 2 * i0 * xcs, xcs, 2 * m, xb) : nullptr;
         R* res = result_chunk(out + 2 * i0 * ocs, ocs, rb);
 #pragma omp simd
         for (std::int64_t i = 0; i < m; ++i) {
-            const double vs = s[i0 + i], vc = c[i0 + i];
-            res[2 * i] = static_cast<R>(kAdd ? scale * static_cast<double>(xw[2 * i]) + vs : vs);
-            res[2 * i + 1] = static_cast<R>(kAdd ? scale * static_cast<double>(xw[2 * i + 1]) + vc : vc);
+            res[2 * i] = static_cast<R>(s[i0 + i]);
+            res[2 * i + 1] = static_cast<R>(c[i0 + i]);
         }
         write_chunk(res, out + 2 * i0 * ocs, ocs, 2 * m);
     });
 }
 
-// One row of `cols` columns of the encoding whose sines and cosines are s and
-// c (`half` each): interleaved [s0 c0 s1 c1 ...] or split [s0 s1 ... c0 c1 ...].
-// The contiguous case is its own instantiation, compiled without strides.
-template <bool kAdd, bool kInterleaved, bool kContiguous, class T>
-inline void encode_row(const double* s, const double* c, std::int64_t half, std::int64_t cols, double scale,
-                       const T* x, std::int64_t xcs, T* out, std::int64_t ocs) {
-    if (kContiguous) xcs = ocs = 1;
+// A table row of `cols` columns from the sines s and cosines c (`half` each):
+// interleaved [s0 c0 s1 c1 ...] or split [s0 s1 ... c0 c1 ...]. The
+// contiguous case is its own instantiation, compiled without strides.
+template <bool kInterleaved, bool kContiguous, class T>
+inline void table_row(const double* s, const double* c, std::int64_t half, std::int64_t cols, T* out,
+                      std::int64_t ocs) {
+    if (kContiguous) ocs = 1;
     if (kInterleaved) {
-        encode_pairs<kAdd, kContiguous>(s, c, cols / 2, scale, x, xcs, out, ocs);
-        if (cols % 2) {  // a row cut after a sine (2-D/3-D layouts; never with kAdd: x rows are whole)
-            const std::int64_t j = cols - 1;
-            out[j * ocs] = store<T>(kAdd ? scale * load(x[j * xcs]) + s[cols / 2] : s[cols / 2]);
-        }
+        encode_pairs<kContiguous>(s, c, cols / 2, out, ocs);
+        if (cols % 2) out[(cols - 1) * ocs] = store<T>(s[cols / 2]);  // a row cut after a sine (2-D/3-D layouts)
     } else {
-        encode_run<kAdd, kContiguous>(s, half, scale, x, xcs, out, ocs);
-        encode_run<kAdd, kContiguous>(c, half, scale, kAdd ? x + half * xcs : x, xcs, out + half * ocs, ocs);
+        encode_run<false, kContiguous>(s, 2 * half, 1.0, static_cast<const T*>(nullptr), 0, out, ocs);  // c follows s
     }
 }
 
@@ -83,13 +78,17 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     const std::int64_t items = blocks * (slices > 0 ? slices : 1);
     threads = threads < items ? threads : static_cast<int>(items);
 
-    Scratch scratch(2 * half * (threads + 1));
-    const AngleStep step{scratch.data(), scratch.data() + half};
-    sincos_scaled(1.0, a.inv_freq, scratch.data(), scratch.data() + half, half);
+    // Per thread: the angle row (sines, then cosines) and, for an interleaved
+    // sum, the row interleaved; plus the one-position step shared by all.
+    const std::int64_t per_thread = 4 * half;
+    Scratch scratch(2 * half + per_thread * threads);
+    const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
     const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
 
     parallel_chunks(items, threads, [&](std::int64_t begin, std::int64_t end, int t) {
-        AngleRows angles(a.positions, a.inv_freq, half, step, scratch.data() + 2 * half * (t + 1));
+        double* mine = scratch.data() + 2 * half + per_thread * t;
+        AngleRows angles(a.positions, a.inv_freq, half, step, mine);
+        double* interleaved = mine + 2 * half;
         for (std::int64_t item = begin; item < end; ++item) {
             const std::int64_t block = item / slices, slice = item % slices;
             const std::int64_t b0 = ol.batches * slice / slices, b1 = ol.batches * (slice + 1) / slices;
@@ -97,15 +96,30 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
             const std::int64_t r1 = r0 + kAnchorRows < a.rows ? r0 + kAnchorRows : a.rows;
             for (std::int64_t row = r0; row < r1; ++row) {
                 angles.seek(row);
+                // The sum reads the encoding row in the output's layout, so
+                // that adding it to each batch is an element-by-element pass:
+                // the split row is the angle row itself; an interleaved one is
+                // built once per row and reused by every batch.
+                const double* pe = angles.s();
+                if constexpr (kAdd && kInterleaved) {
+#pragma omp simd
+                    for (std::int64_t i = 0; i < half; ++i) {
+                        interleaved[2 * i] = angles.s()[i];
+                        interleaved[2 * i + 1] = angles.c()[i];
+                    }
+                    pe = interleaved;
+                }
                 for (std::int64_t b = b0; b < b1; ++b) {
                     T* o = out + ol.batch_offsets[b] + row * ol.row_stride;
-                    const T* xi = kAdd ? x + xl->batch_offsets[b] + row * xl->row_stride : nullptr;
-                    const std::int64_t xcs = kAdd ? xl->col_stride : 0;
-                    if (contiguous)
-                        encode_row<kAdd, kInterleaved, true>(angles.s(), angles.c(), half, a.cols, scale, xi, 1, o, 1);
-                    else
-                        encode_row<kAdd, kInterleaved, false>(angles.s(), angles.c(), half, a.cols, scale, xi, xcs,
-                                                              o, ol.col_stride);
+                    if constexpr (kAdd) {
+                        const T* xi = x + xl->batch_offsets[b] + row * xl->row_stride;
+                        if (contiguous) encode_run<true, true>(pe, a.cols, scale, xi, 1, o, 1);
+                        else encode_run<true, false>(pe, a.cols, scale, xi, xl->col_stride, o, ol.col_stride);
+                    } else if (contiguous) {
+                        table_row<kInterleaved, true>(angles.s(), angles.c(), half, a.cols, o, 1);
+                    } else {
+                        table_row<kInterleaved, false>(angles.s(), angles.c(), half, a.cols, o, ol.col_stride);
+                    }
                 }
             }
         }

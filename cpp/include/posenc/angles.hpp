@@ -36,6 +36,14 @@ struct AngleStep {
     const double* cos_w;
 };
 
+// The step's sines and cosines, written to buf (2·half doubles) only when a
+// row will advance from the one before it (rows > 1): a decode step's call
+// evaluates one row and would waste as much again on the step.
+inline AngleStep angle_step(const double* inv_freq, std::int64_t half, std::int64_t rows, double* buf) {
+    if (rows > 1) sincos_scaled(1.0, inv_freq, buf, buf + half, half);
+    return {buf, buf + half};
+}
+
 // Per-thread state: `row` (2·half doubles) holds sin(position(row)·ω_i) at
 // s()[i] and the cosine at c()[i] = s()[half + i], for the last row sought.
 class AngleRows {

@@ -11,19 +11,16 @@
 // without this header), else in blocks of kBlock elements whose size is a
 // compile-time constant, so that GCC keeps a block's buffers in registers and
 // fuses widening, arithmetic and narrowing into one loop (vcvtph2ps, the
-// arithmetic, vcvtps2ph). float16 converts with F16C where the path has it
-// (the AVX2 and AVX-512 copies), with the compiler-vectorised integer code of
-// convert.hpp elsewhere and for bfloat16; both give identical bits.
+// arithmetic, vcvtps2ph). Whole vectors convert with lanes.hpp (F16C and
+// integer instructions on the AVX2 and AVX-512 paths), the rest element by
+// element with convert.hpp; both give identical bits.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
-#if defined(__F16C__) || defined(__AVX2__)
-#include <immintrin.h>
-#endif
-
 #include "posenc/convert.hpp"
+#include "posenc/lanes.hpp"
 
 POSENC_BEGIN_TARGET
 
@@ -31,9 +28,11 @@ POSENC_BEGIN_TARGET
 // buffers stay in memory and every block pays a call: GCC's size heuristics
 // would otherwise decline the larger ones.
 #define POSENC_BLOCK_INLINE inline __attribute__((always_inline))
+// The same for a kernel's block body (a lambda passed to for_row).
+#define POSENC_BLOCK_BODY __attribute__((always_inline))
 
-// Elements per converted block: one 256-bit vector of floats (two of doubles).
-constexpr std::int64_t kBlock = 8;
+// Elements per converted block: one vector of floats (lanes.hpp), 8 where there are none.
+constexpr std::int64_t kBlock = kLanes > 0 ? kLanes : 8;
 using Block = std::integral_constant<std::int64_t, kBlock>;
 
 // Whether rows of T are worked on in place, without conversion: contiguous
@@ -56,139 +55,67 @@ POSENC_BLOCK_INLINE void for_row(std::int64_t n, Body&& body) {
 }
 
 template <class T>
+constexpr bool kNarrowFormat = std::is_same<T, half_t>::value || std::is_same<T, bfloat16_t>::value;
+
+// dst[j] = src[j·stride] widened, j < n: whole vectors (lanes.hpp) where the
+// path has them, element by element for the rest.
+template <class T>
 POSENC_BLOCK_INLINE void widen_into(const T* src, std::int64_t stride, std::int64_t n, Wide<T>* __restrict dst) {
-    if (stride == 1) {
-#pragma omp simd
-        for (std::int64_t j = 0; j < n; ++j) dst[j] = widen(src[j]);
-    } else {
-        for (std::int64_t j = 0; j < n; ++j) dst[j] = widen(src[j * stride]);
+    std::int64_t j = 0;
+    if (stride != 1) {
+        for (; j < n; ++j) dst[j] = widen(src[j * stride]);
+        return;
     }
+#if POSENC_HAVE_LANES
+    if constexpr (kNarrowFormat<T>)
+        for (; j + kLanes <= n; j += kLanes) store_floats(dst + j, widen_lanes(src + j));
+#endif
+#pragma omp simd
+    for (std::int64_t k = j; k < n; ++k) dst[k] = widen(src[k]);
 }
 
 // dst[j·stride] = src[j] rounded to nearest even, j < n (S is Wide<T>, or float into float64).
 template <class T, class S>
 POSENC_BLOCK_INLINE void narrow_into(const S* __restrict src, std::int64_t n, T* dst, std::int64_t stride) {
-    if (stride == 1) {
-#pragma omp simd
-        for (std::int64_t j = 0; j < n; ++j) dst[j] = narrow<T>(src[j]);
-    } else {
-        for (std::int64_t j = 0; j < n; ++j) dst[j * stride] = narrow<T>(src[j]);
+    std::int64_t j = 0;
+    if (stride != 1) {
+        for (; j < n; ++j) dst[j * stride] = narrow<T>(src[j]);
+        return;
     }
-}
-
-#if defined(__F16C__)
-template <>
-POSENC_BLOCK_INLINE void widen_into<half_t>(const half_t* src, std::int64_t stride, std::int64_t n, float* __restrict dst) {
-    std::int64_t j = 0;
-    if (stride == 1)
-        for (; j + 8 <= n; j += 8)
-            _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j))));
-    for (; j < n; ++j) dst[j] = widen(src[j * stride]);
-}
-
-template <>
-POSENC_BLOCK_INLINE void narrow_into<half_t, float>(const float* __restrict src, std::int64_t n, half_t* dst, std::int64_t stride) {
-    std::int64_t j = 0;
-    if (stride == 1)
-        for (; j + 8 <= n; j += 8)
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j),
-                             _mm256_cvtps_ph(_mm256_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    for (; j < n; ++j) dst[j * stride] = narrow<half_t>(src[j]);
-}
+#if POSENC_HAVE_LANES
+    if constexpr (kNarrowFormat<T>)
+        for (; j + kLanes <= n; j += kLanes) narrow_lanes(dst + j, load_floats(src + j));
 #endif
-
-#if defined(__AVX2__)
-// bfloat16 ↔ float with AVX2 integer instructions (GCC does not vectorise the
-// portable form inside a block): the same operations as convert.hpp's.
-template <>
-POSENC_BLOCK_INLINE void widen_into<bfloat16_t>(const bfloat16_t* src, std::int64_t stride, std::int64_t n,
-                                   float* __restrict dst) {
-    std::int64_t j = 0;
-    if (stride == 1)
-        for (; j + 8 <= n; j += 8) {
-            const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j)));
-            _mm256_storeu_ps(dst + j, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
-        }
-    for (; j < n; ++j) dst[j] = widen(src[j * stride]);
+#pragma omp simd
+    for (std::int64_t k = j; k < n; ++k) dst[k] = narrow<T>(src[k]);
 }
-
-template <>
-POSENC_BLOCK_INLINE void narrow_into<bfloat16_t, float>(const float* __restrict src, std::int64_t n, bfloat16_t* dst,
-                                           std::int64_t stride) {
-    std::int64_t j = 0;
-    if (stride == 1)
-        for (; j + 8 <= n; j += 8) {
-            const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(src + j));
-            const __m256i hi = _mm256_srli_epi32(u, 16);
-            const __m256i bias = _mm256_add_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff));
-            const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
-            const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-                                                   _mm256_set1_epi32(0x7f800000));
-            const __m256i r = _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
-            // Eight 32-bit values below 2^16 packed to 16 bits, in order.
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j),
-                             _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
-        }
-    for (; j < n; ++j) dst[j * stride] = narrow<bfloat16_t>(src[j]);
-}
-#endif
-
-#if defined(__AVX2__)
-// Eight doubles rounded to float to odd (convert.hpp's odd_float, four lanes
-// of 64-bit integer arithmetic at a time); `tiny` gets whether one of them
-// lies below 2^-126, where that is inexact.
-POSENC_BLOCK_INLINE __m256 odd_floats8(const double* src, bool& tiny) {
-    const __m256i dropped = _mm256_set1_epi64x((std::int64_t(1) << 29) - 1);
-    const __m256d lo = _mm256_loadu_pd(src), hi = _mm256_loadu_pd(src + 4);
-    const auto odd = [&](__m256d d) {
-        const __m256i u = _mm256_castpd_si256(d);
-        const __m256i sticky = _mm256_add_epi64(_mm256_and_si256(u, dropped), dropped);
-        return _mm256_cvtpd_ps(_mm256_castsi256_pd(_mm256_andnot_si256(dropped, _mm256_or_si256(u, sticky))));
-    };
-    const auto below = [](__m256d d) {
-        const __m256d a = _mm256_andnot_pd(_mm256_set1_pd(-0.0), d);
-        return _mm256_movemask_pd(_mm256_and_pd(_mm256_cmp_pd(a, _mm256_set1_pd(0x1p-126), _CMP_LT_OQ),
-                                                _mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_NEQ_OQ)));
-    };
-    tiny = (below(lo) | below(hi)) != 0;
-    return _mm256_set_m128(odd(hi), odd(lo));
-}
-#endif
 
 // dst[j·stride] = src[j] rounded once to T, j < n.
 template <class T>
 POSENC_BLOCK_INLINE void round_into(const double* __restrict src, std::int64_t n, T* dst, std::int64_t stride) {
-    if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value) {
-        if (stride == 1) {
-#pragma omp simd
-            for (std::int64_t j = 0; j < n; ++j) dst[j] = static_cast<T>(src[j]);
-        } else {
-            for (std::int64_t j = 0; j < n; ++j) dst[j * stride] = static_cast<T>(src[j]);
-        }
-    } else {
-        std::int64_t j = 0;
-#if defined(__AVX2__)
-        // Through floats rounded to odd (convert.hpp), eight at a time. Below
-        // 2^-126 only bfloat16 has values odd_float gets wrong: store<T> takes
-        // such a block (float16 rounds them to zero either way).
-        if (stride == 1)
-            for (; j + 8 <= n; j += 8) {
-                bool tiny;
-                alignas(32) float odd[8];
-                _mm256_store_ps(odd, odd_floats8(src + j, tiny));
-                if (std::is_same<T, bfloat16_t>::value && tiny)
-                    for (int k = 0; k < 8; ++k) dst[j + k] = store<T>(src[j + k]);
-                else
-                    narrow_into(odd, 8, dst + j, 1);
-            }
-#endif
-        if (stride == 1) {
-#pragma omp simd
-            for (std::int64_t k = j; k < n; ++k) dst[k] = store<T>(src[k]);
-        } else {
-            for (std::int64_t k = j; k < n; ++k) dst[k * stride] = store<T>(src[k]);
-        }
+    std::int64_t j = 0;
+    if (stride != 1) {
+        for (; j < n; ++j) dst[j * stride] = store<T>(src[j]);
+        return;
     }
+#if POSENC_HAVE_LANES
+    if constexpr (kNarrowFormat<T>)
+        // Through floats rounded to odd (convert.hpp), a vector at a time.
+        // That form is inexact only where float is subnormal, and only
+        // bfloat16 has values there (float16 rounds them to zero either way):
+        // a bfloat16 vector with a float in (0, 2^-126] goes through store<T>.
+        // (A double below 2^-150 that became a float zero rounds to a
+        // bfloat16 zero exactly as its odd float would.)
+        for (; j + kLanes <= n; j += kLanes) {
+            const Floats odd = odd_lanes(src + j);
+            if (std::is_same<T, bfloat16_t>::value && any_tiny(odd))
+                for (std::int64_t k = j; k < j + kLanes; ++k) dst[k] = store<T>(src[k]);
+            else
+                narrow_lanes(dst + j, odd);
+        }
+#endif
+#pragma omp simd
+    for (std::int64_t k = j; k < n; ++k) dst[k] = store<T>(src[k]);
 }
 
 // n values of a row of T (every `stride`-th element from src) as Wide<T>:
@@ -228,7 +155,7 @@ POSENC_BLOCK_INLINE void add_rows(const T* x, std::int64_t xs, const T* y, std::
                      std::int64_t n) {
     using W = Wide<T>;
     if (kContiguous) xs = ys = os = 1;
-    for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t j0, auto m) {
+    for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
         W xb[kBlock], yb[kBlock], ob[kBlock];
         const W* xw = read_chunk(x + j0 * xs, xs, m, xb);
         const W* yw = read_chunk(y + j0 * ys, ys, m, yb);

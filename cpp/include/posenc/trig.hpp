@@ -13,8 +13,10 @@
 //      polynomials (Sun Microsystems, 1993, freely redistributable; error
 //      below 2^-58 relative on that interval).
 //   4. the quadrant q mod 4 swaps and negates.
-// Accuracy: absolute error below 4e-16 for |x| ≤ kSinCosMaxArg (checked
-// against libm in tests/test_sinusoidal.py::test_trig_core_against_libm). Larger |x| (never reached by
+// Accuracy: absolute error below 4e-16 for |x| ≤ kSinCosMaxArg (2.2e-16 seen
+// against long double over 2e6 random arguments up to 3e7, AVX2 and AVX-512);
+// tests/test_sinusoidal.py::test_trig_core_against_libm holds every path to
+// 1e-15 against NumPy's libm sin/cos up to |x| = 1e15. Larger |x| (never reached by
 // positions below ~10^7 times a frequency ≤ 1) go through libm's sincos in
 // sincos_scaled's fix-up pass, so every finite argument is handled.
 #pragma once
