@@ -21,27 +21,17 @@ inline const char* lut_row(const ToeplitzArgs& a, std::size_t item_size, std::in
     return static_cast<const char*>(a.lut) + index * static_cast<std::int64_t>(item_size);
 }
 
-// Work items are (batch, row) pairs in memory order of a C-contiguous operand, in
-// blocks of about kBlockBytes of output that threads claim one after another. A
-// streaming copy or add has no per-thread state worth keeping, and claiming blocks
-// dynamically (rather than one fixed half per thread) keeps both threads busy when
-// the machine is shared and one of them runs slower. Every element is computed the
-// same way whichever thread takes it, so results do not depend on the schedule.
+// Work items are (batch, row) pairs in memory order of a C-contiguous operand,
+// streamed in blocks of about kBlockBytes of output (parallel_blocks).
 constexpr std::int64_t kBlockBytes = std::int64_t(1) << 18;
 
 template <class Body>
 inline void for_each_row(const ToeplitzArgs& a, std::int64_t batches, std::int64_t item_size, Body&& body) {
-    const std::int64_t items = batches * a.rows;
-    const std::int64_t row_bytes = a.cols * a.step * item_size;
-    const std::int64_t per_block = row_bytes >= kBlockBytes ? 1 : kBlockBytes / (row_bytes > 0 ? row_bytes : 1);
-    const std::int64_t blocks = (items + per_block - 1) / per_block;
-    const int threads = plan_threads(items, a.cols * a.step);
     // body(b, h, i) for row i of batch b, whose head is h = b mod lut_rows. The
     // indices advance by increments: rows of Swin-sized windows are a few
     // hundred bytes, and three integer divisions per row cost as much as the add.
-    const auto run_block = [&](std::int64_t block) {
-        const std::int64_t first = block * per_block;
-        const std::int64_t end = first + per_block < items ? first + per_block : items;
+    parallel_blocks(batches * a.rows, a.cols * a.step * item_size, kBlockBytes, a.cols * a.step,
+                    [&](std::int64_t first, std::int64_t end) {
         std::int64_t b = first / a.rows, i = first % a.rows, h = b % a.lut_rows;
         for (std::int64_t item = first; item < end; ++item) {
             body(b, h, i);
@@ -51,17 +41,7 @@ inline void for_each_row(const ToeplitzArgs& a, std::int64_t batches, std::int64
                 h = h + 1 == a.lut_rows ? 0 : h + 1;
             }
         }
-    };
-    if (threads <= 1 || blocks <= 1) {
-        for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
-        return;
-    }
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
-#else
-    for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
-#endif
+    });
 }
 
 // U is an unsigned integer of the element width: the copy never looks at values.

@@ -75,33 +75,9 @@ inline void row(const T* x_t, std::int64_t xcs, const T* __restrict bias_t, T* o
     for (std::int64_t k = j; k < n; ++k) out[k * ocs] = kAdd ? Lane<T>::sum(x[k * xcs], bias[k]) : bias[k];
 }
 
-// Work items (rows of an operand, pixels) in memory order of a C-contiguous operand,
-// in blocks of about kBlockBytes of output that threads claim one after another
-// (dynamic: on a shared machine a slow thread takes fewer blocks). Every element is
-// computed the same way whichever thread takes it: results do not depend on the
-// schedule or the thread count. body(begin, end) runs items [begin, end).
+// Work items (rows of an operand, pixels) in memory order of a C-contiguous
+// operand, streamed in blocks of about kBlockBytes of output (parallel_blocks).
 constexpr std::int64_t kBlockBytes = std::int64_t(1) << 17;
-
-template <class Body>
-inline void for_each_block(std::int64_t items, std::int64_t item_bytes, std::int64_t cost, Body&& body) {
-    const std::int64_t per_block = item_bytes >= kBlockBytes ? 1 : kBlockBytes / (item_bytes > 0 ? item_bytes : 1);
-    const std::int64_t blocks = (items + per_block - 1) / per_block;
-    const auto run_block = [&](std::int64_t block) {
-        const std::int64_t end = (block + 1) * per_block < items ? (block + 1) * per_block : items;
-        body(block * per_block, end);
-    };
-    const int threads = plan_threads(items, cost);
-    if (threads <= 1 || blocks <= 1) {
-        for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
-        return;
-    }
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
-#else
-    for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
-#endif
-}
 
 template <bool kAdd, class T>
 void bias(const SwinArgs& a, const void* x_v, const RowLayout* xl, void* out_v, const RowLayout& ol) {
@@ -110,7 +86,7 @@ void bias(const SwinArgs& a, const void* x_v, const RowLayout* xl, void* out_v, 
     const T* lut = static_cast<const T*>(a.lut);
     const std::int64_t ww = a.ww, n = a.wh * ww, lut_len = (2 * a.wh - 1) * ww;
     const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
-    for_each_block(ol.batches * n, n * static_cast<std::int64_t>(sizeof(T)), n, [&](std::int64_t begin, std::int64_t end) {
+    parallel_blocks(ol.batches * n, n * static_cast<std::int64_t>(sizeof(T)), kBlockBytes, n, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t item = begin; item < end; ++item) {
             const std::int64_t b = item / n, n1 = item % n, i1 = n1 / ww, j1 = n1 % ww;
             const T* src = lut + ((b % a.heads) * ww + j1) * lut_len + (a.wh - 1 - i1) * ww;
@@ -141,7 +117,7 @@ void detr(const DetrArgs& a, void* out_v, const RowLayout& ol) {
     const U* xt = static_cast<const U*>(a.x_table);
     const std::int64_t f = a.feats, cs = ol.col_stride;
     const std::int64_t items = ol.batches * a.rows;
-    for_each_block(items, 2 * f * static_cast<std::int64_t>(sizeof(U)), 2 * f, [&](std::int64_t begin, std::int64_t end) {
+    parallel_blocks(items, 2 * f * static_cast<std::int64_t>(sizeof(U)), kBlockBytes, 2 * f, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t p = begin; p < end; ++p) {
             U* dst = out + ol.batch_offsets[p / a.rows] + (p % a.rows) * ol.row_stride;
             copy_row(yt + a.y_index[p % a.y_period] * f, dst, cs, f);

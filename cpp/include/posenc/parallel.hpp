@@ -52,4 +52,31 @@ inline void parallel_chunks(std::int64_t n, int threads, Body&& body) {
 #endif
 }
 
+// body(begin, end) over [0, items) in blocks of about block_bytes of output
+// (items of item_bytes each) that threads claim one after another: on a shared
+// machine a slow thread takes fewer blocks. For streaming kernels without
+// per-thread state (copies and adds); every element is computed the same way
+// whichever thread takes it, so results do not depend on the schedule.
+template <class Body>
+inline void parallel_blocks(std::int64_t items, std::int64_t item_bytes, std::int64_t block_bytes, std::int64_t cost,
+                            Body&& body) {
+    const std::int64_t per_block = item_bytes >= block_bytes ? 1 : block_bytes / (item_bytes > 0 ? item_bytes : 1);
+    const std::int64_t blocks = (items + per_block - 1) / per_block;
+    const auto run_block = [&](std::int64_t block) {
+        const std::int64_t first = block * per_block;
+        body(first, first + per_block < items ? first + per_block : items);
+    };
+    const int threads = plan_threads(items, cost);
+    if (threads <= 1 || blocks <= 1) {
+        for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
+        return;
+    }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
+#else
+    for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
+#endif
+}
+
 POSENC_END_TARGET
