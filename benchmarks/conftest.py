@@ -59,3 +59,24 @@ def record(benchmark):
                                     fraction_of_ceiling=round(ceiling_s / best, 3))
 
     return done
+
+
+@pytest.fixture
+def throughput(benchmark):
+    """``throughput(kind, nbytes)`` after a benchmark that is not one of ``posenc bench``'s cases: GB/s
+    beside the ``kind`` ceiling ("fill", "rmw", "alloc") on ``nbytes``, with posenc's threads."""
+    import numpy as np
+
+    def done(kind: str, nbytes: int) -> None:
+        info = posenc.info()
+        benchmark.extra_info.update(isa=info["isa"], threads=posenc.get_num_threads(), ceiling=kind)
+        if benchmark.stats is None or benchmark.disabled:
+            return
+        best = benchmark.stats.stats.min
+        target = nbytes if kind == "alloc" else np.ones(max(nbytes // 8, 1), np.uint64)
+        ceiling_s = timing.measure({"ceiling": timing.ceiling(kind, target)}, repeat=15)["ceiling"]
+        moved = 2 * nbytes if kind == "rmw" else nbytes
+        benchmark.extra_info.update(gb_per_s=round(moved / best / 1e9, 2), ceiling_ms=round(ceiling_s * 1e3, 4),
+                                    fraction_of_ceiling=round(ceiling_s / best, 3))
+
+    return done

@@ -29,5 +29,6 @@ PYBIND11_MODULE(_native, m) {
     posenc::bind::register_relative(m);
     posenc::bind::register_learned(m);
     posenc::bind::register_rope(m);
+    posenc::bind::register_vision(m);
     posenc::bind::register_memory(m);
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 from typing import Iterator, Optional
 
@@ -19,6 +20,26 @@ settings.register_profile("fuzz", max_examples=20000, deadline=None, suppress_he
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 NATIVE = _backend.native is not None
+
+# CI installs every optional package and parity peer, then sets POSENC_REQUIRE_PEERS=1: a test
+# that would skip because one is missing fails instead (a failed install must not pass green).
+REQUIRE_PEERS = os.environ.get("POSENC_REQUIRE_PEERS") == "1"
+# Every optional package some test uses (the extras and .ci/peers.txt).
+OPTIONAL = ("ml_dtypes", "matplotlib", "threadpoolctl", "torch", "jax", "transformers", "rotary_embedding_torch",
+            "positional_encodings", "diffusers", "dask", "distributed", "zarr")
+if REQUIRE_PEERS:
+    _missing = [m for m in OPTIONAL if importlib.util.find_spec(m) is None]
+    if _missing:
+        raise pytest.UsageError(f"POSENC_REQUIRE_PEERS=1 but these optional packages are not installed: {_missing}")
+    _importorskip = pytest.importorskip
+
+    def _import_or_fail(modname: str, *args, **kwargs):
+        try:
+            return _importorskip(modname, *args, **kwargs)
+        except pytest.skip.Exception as exc:
+            pytest.fail(f"POSENC_REQUIRE_PEERS=1, but {modname} cannot be imported: {exc}", pytrace=False)
+
+    pytest.importorskip = _import_or_fail
 # POSENC_ISA=x runs the ISA-parametrised tests on that path only (CI's forced-ISA stages);
 # POSENC_BACKEND=reference runs them on the NumPy twin instead, against the same closed forms.
 _FORCED = os.environ.get("POSENC_ISA", "").strip().lower()
@@ -58,6 +79,16 @@ def isa(request):
             yield request.param
 
 
+@pytest.fixture(params=[i for i in ISAS if i != "reference"]
+                or [pytest.param(None, marks=pytest.mark.skip(reason="native-only: no compiled core, "
+                                                                     "or POSENC_BACKEND=reference"))])
+def native_isa(request):
+    """Like ``isa``, but never the reference: for tests that compare native results with
+    ``posenc.reference`` (on the reference backend they would compare the reference with itself)."""
+    with using("native", request.param):
+        yield request.param
+
+
 @pytest.fixture(params=["native", "reference"])
 def backend(request):
     """Run the test on each backend (native skipped without the compiled core)."""
@@ -80,3 +111,18 @@ def native_backend():
 def reference_backend():
     with using("reference"):
         yield
+
+
+# tests/mutation.py runs a family's tests with one kernel made wrong on purpose.
+_MUTANT = os.environ.get("POSENC_MUTANT")
+_mutant_calls = None
+if _MUTANT:
+    import mutation
+
+    _mutant_calls = mutation.apply(_MUTANT)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _mutant_calls is not None and _mutant_calls() == 0:
+        print(f"\nmutant never called: {_MUTANT}")
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR

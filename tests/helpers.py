@@ -2,9 +2,48 @@
 
 from __future__ import annotations
 
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any, Optional
+
 import numpy as np
 
 from posenc._checks import BFLOAT16, is_bfloat16
+
+def optional(module: str) -> Optional[Any]:
+    """An optional package, or None when it is not installed (an ImportError under POSENC_REQUIRE_PEERS=1)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        if os.environ.get("POSENC_REQUIRE_PEERS") == "1":
+            raise
+        return None
+
+
+def python(*argv: str, cwd: Optional[str] = None, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
+    """``python *argv`` in a fresh interpreter, output captured; POSENC_BACKEND/POSENC_ISA are
+    unset (a forced CI stage must not leak into it) unless given in ``env``."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("POSENC_BACKEND", "POSENC_ISA")}
+    environ.update(env)
+    return subprocess.run([sys.executable, *argv], cwd=cwd, env=environ, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def run_python(code: str, *argv: str, **kwargs: Any) -> subprocess.CompletedProcess:
+    """``python -c code *argv`` (code dedented) in a fresh interpreter: see :func:`python`."""
+    return python("-c", textwrap.dedent(code), *argv, **kwargs)
+
+
+_rng = np.random.default_rng(4321)
+
+
+def rand(*shape: int, dtype=np.float32) -> np.ndarray:
+    """Standard normal values of ``shape`` in ``dtype`` (one seeded stream for the whole run)."""
+    return _rng.standard_normal(shape).astype(dtype)
+
 
 FLOAT_DTYPES = [np.float32, np.float64, np.float16] + ([BFLOAT16] if BFLOAT16 is not None else [])
 
@@ -39,3 +78,12 @@ def assert_close_to_float64(actual: np.ndarray, exact: np.ndarray, atol_f64: flo
     err = np.abs(actual64 - exact)
     bad = err > tol
     assert not bad.any(), f"{bad.sum()} elements off; worst {err.max():.3g} at {np.unravel_index(err.argmax(), err.shape)}"
+
+
+# --- added by learned
+def assert_bitwise_equal(got: np.ndarray, expected: np.ndarray) -> None:
+    """Same shape, dtype and bit patterns (signed zeros and NaN payloads included)."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.dtype == expected.dtype and got.shape == expected.shape, (got.dtype, got.shape, expected.dtype, expected.shape)
+    unsigned = f"u{got.dtype.itemsize}"
+    np.testing.assert_array_equal(np.ascontiguousarray(got).view(unsigned), np.ascontiguousarray(expected).view(unsigned))

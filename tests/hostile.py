@@ -152,10 +152,6 @@ def subclass(a: np.ndarray) -> np.ndarray:
     return a.copy().view(Sub)
 
 
-def as_list(a: np.ndarray) -> Any:
-    return a.tolist()
-
-
 # A plain ascontiguousarray of each of these holds the same values as the
 # clean baseline — except zero_strided, whose clean twin is its own copy.
 INPUT_LAYOUTS: Dict[str, Callable[[np.ndarray], Any]] = {
@@ -191,6 +187,8 @@ class Spec:
         self.func = func
         self.baseline = baseline
         self.cases: List[Case] = []
+        # The out= arguments of the baseline call: name -> (shape, dtype, the inputs it may alias).
+        self.outs: Dict[str, Tuple[Tuple[int, ...], np.dtype, Tuple[str, ...]]] = {}
 
     # -- primitives
     def add(self, id: str, expect: Expect, **over: Any) -> "Spec":
@@ -350,6 +348,7 @@ class Spec:
     def out(self, shape: Sequence[int], dtype: Any, inputs: Sequence[str] = (), arg: str = "out") -> "Spec":
         """``out=``: exact shape and dtype, writeable, no partial overlap; odd layouts written correctly."""
         dtype = np.dtype(dtype)
+        self.outs[arg] = (tuple(shape), dtype, tuple(inputs))
         other = np.float64 if dtype != np.float64 else np.float32
         sentinel = lambda: np.full(shape, 7, dtype)  # noqa: E731
         self.raises(f"{arg}-read-only", ValueError, arg, **{arg: read_only(sentinel())})

@@ -1,13 +1,15 @@
 """Hostile input over the whole public API: one table, generated from ``posenc.__all__``.
 
 Every public name must have an entry in SPECS (a function building its cases
-from the argument roles in tests/hostile.py); a name added to ``__all__``
-without one fails ``test_every_public_name_has_hostile_cases`` and yields a
-failing ``<name>-no-cases`` row. Specs of names not (yet) exported are
-dormant. Each case runs on both backends: the reference must refuse and
-accept exactly what the native core does.
+from the argument roles in tests/hostile.py; each family's specs live in
+tests/hostile_<family>.py); a name added to ``__all__`` without one fails
+``test_every_public_name_has_hostile_cases`` and yields a failing
+``<name>-no-cases`` row, and a spec whose name left ``__all__`` fails too.
+Every public method of a public class has rows ``<Class>-<method>-...``.
+Each case runs on both backends: the reference must refuse and accept exactly
+what the native core does.
 
-Outcomes (DESIGN.md, "Conventions for every function"): ``TypeError`` for a
+Outcomes (README, "Conventions" and "Bad input"): ``TypeError`` for a
 wrong kind, ``ValueError`` for a wrong value or shape (huge sizes:
 ``ValueError`` or ``MemoryError``), ``IndexError`` for a position outside a
 table, the message naming the argument, any ``out`` untouched after an error;
@@ -27,15 +29,13 @@ import posenc
 from posenc import reference
 
 from conftest import NATIVE, using
-from hostile import SANITIZED, SIZE_ERRORS, Case, Check, Raises, Same, Spec, empty_of, finite_or_refused, memory_guard
-
-F32 = np.float32
-_rng = np.random.default_rng(1234)
-
-
-def rand(*shape: int, dtype: Any = F32) -> np.ndarray:
-    return _rng.standard_normal(shape).astype(dtype)
-
+from helpers import run_python
+import hostile_learned
+import hostile_relative
+import hostile_rope
+import hostile_sinusoidal
+import hostile_vision
+from hostile import SANITIZED, Case, Check, Raises, Same, Spec, memory_guard
 
 # ------------------------------------------------------------------ plumbing
 
@@ -45,16 +45,38 @@ def spec_set_num_threads() -> Spec:
                        ("bool", True, TypeError), ("str", "2", TypeError)]:
         s.raises(f"n-{id}", exc, "n", n=v)
     s.raises("n-huge", ValueError, "n", n=2**63)
-    s.check("n-none-restores-default", lambda r: None, n=None)
+    s.custom("n-none-restores-default", lambda api: (api.set_num_threads(1), api.set_num_threads(None),
+                                                       api.get_num_threads())[-1], Check(_default_threads))
     return s
+
+
+# OpenMP's default, read at import before any test sets a count (native even on the reference backend).
+_DEFAULT_THREADS = posenc._backend.native.get_num_threads() if NATIVE else 1
+
+
+def _default_threads(result: Any) -> None:
+    expected = _DEFAULT_THREADS if posenc.get_backend() == "native" else 1
+    assert result == expected, f"get_num_threads() is {result} after set_num_threads(None), expected {expected}"
+
+
+def _info(result: Any) -> None:
+    assert result["version"] == posenc.__version__ and result["backend"] == posenc.get_backend()
+    assert result["native"] == NATIVE and result["isa"] in result["isas_available"] + ([] if NATIVE else [None])
+    assert isinstance(result["threads"], int) and result["threads"] == posenc.get_num_threads() >= 1
 
 
 def spec_set_backend() -> Spec:
     s = Spec("set_backend", name="native" if NATIVE else "reference")
     for id, v in [("unknown", "gpu"), ("empty", ""), ("upper", "NATIVE"), ("none", None), ("int", 1)]:
         s.raises(f"name-{id}", ValueError, "backend", name=v)
-    s.check("name-reference", lambda r: None, name="reference")
+    for name in ["reference"] + (["native"] if NATIVE else []):
+        s.custom(f"name-{name}-is-used", lambda api, name=name: (api.set_backend(name), api.get_backend())[-1],
+                 Check(lambda r, name=name: _equal(r, name)))
     return s
+
+
+def _equal(result: Any, expected: Any) -> None:
+    assert result == expected, f"{result!r} != {expected!r}"
 
 
 def spec_no_arguments(name: str, check: Callable[[Any], None]) -> Callable[[], Spec]:
@@ -66,108 +88,18 @@ def spec_no_arguments(name: str, check: Callable[[Any], None]) -> Callable[[], S
     return build
 
 
-# ------------------------------------------------------------------ sinusoidal family
-
-def spec_sinusoidal() -> Spec:
-    s = Spec("sinusoidal", positions=np.array([0, 3, 1, 7, 2]), dim=6, dtype=F32)
-    s.positions("positions", any_length=True)
-    s.size("positions", empty=empty_of((0, 6)), baseline=5, float_exc=ValueError, id="n")
-    s.dim("dim")
-    s.base("base")
-    s.flag("interleaved")
-    s.raises("freq_rule-unknown", ValueError, "freq_rule", freq_rule="Vaswani")
-    s.raises("freq_rule-t2t-dim2", ValueError, "dim", freq_rule="t2t", dim=2)
-    s.raises("dtype-int", TypeError, "dtype", dtype=np.int32)
-    s.raises("dtype-complex", TypeError, "dtype", dtype=np.complex64)
-    s.raises("dtype-garbage", TypeError, "dtype", dtype="float33")
-    s.raises("dtype-byteswapped", TypeError, "dtype", dtype=np.dtype(">f8" if np.little_endian else "<f8"))
-    s.out((5, 6), F32)
-    return s
-
-
-def spec_add_sinusoidal() -> Spec:
-    x = rand(2, 5, 6)
-    s = Spec("add_sinusoidal", x=x)
-    s.floats("x")
-    s.raises("x-1d", ValueError, "x", x=rand(6))
-    s.raises("x-odd-dim", ValueError, "x.shape", x=rand(2, 5, 7))
-    s.check("x-empty-batch", empty_of((0, 5, 6)), x=rand(0, 5, 6))
-    s.check("x-empty-seq", empty_of((2, 0, 6)), x=rand(2, 0, 6))
-    s.raises("x-empty-dim", ValueError, "x.shape", x=rand(2, 5, 0))
-    s.integer("offset", huge=finite_or_refused)
-    s.same("positions-float", clean={"positions": np.arange(5.0) * 0.5}, positions=(np.arange(5) * 0.5).astype(F32))
-    s.raises("positions-wrong-length", ValueError, "positions", positions=np.arange(4))
-    s.raises("positions-nan", ValueError, "positions", positions=np.array([0, 1, np.nan, 3, 4]))
-    s.raises("positions-complex", TypeError, "positions", positions=np.arange(5) + 0j)
-    s.raises("positions-and-offset", ValueError, "offset", positions=np.arange(5), offset=1)
-    s.base("base")
-    s.flag("interleaved")
-    for id, v, exc in [("nan", float("nan"), ValueError), ("inf", float("inf"), ValueError),
-                       ("str", "1", TypeError), ("complex", 1j, TypeError)]:
-        s.raises(f"scale-{id}", exc, "scale", scale=v)
-    s.out(x.shape, F32, inputs=["x"])
-    return s
-
-
-def spec_grid(name: str, sizes: List[str]) -> Callable[[], Spec]:
-    def build() -> Spec:
-        s = Spec(name, **{k: 3 for k in sizes}, dim=5)
-        for k in sizes:
-            s.size(k, empty=empty_of(tuple(0 if j == k else 3 for j in sizes) + (5,)))
-        s.dim("dim", even=False)
-        s.base("base")
-        s.raises("dtype-int", TypeError, "dtype", dtype=np.int64)
-        s.out((3,) * len(sizes) + (5,), F32)
-        return s
-    return build
-
-
-def spec_concat_positional() -> Spec:
-    x, pe = rand(2, 4, 3), rand(4, 2)
-    s = Spec("concat_positional", x=x, pe=pe)
-    s.floats("x")
-    s.floats("pe")
-    s.raises("pe-seq-mismatch", ValueError, "seq", pe=rand(5, 2))
-    s.raises("pe-not-broadcastable", ValueError, "pe", pe=rand(3, 4, 2))
-    s.raises("x-1d", ValueError, "x", x=rand(3))
-    s.check("x-empty", empty_of((0, 4, 5)), x=rand(0, 4, 3))
-    s.out((2, 4, 5), F32, inputs=[])
-    buf = np.zeros((2, 4, 5), F32)
-    s.raises("out-overlaps-x", ValueError, "out", x=buf[:, :, 1:4], out=buf)
-    return s
-
-
-def spec_sinusoidal_frequencies() -> Spec:
-    s = Spec("sinusoidal_frequencies", dim=8)
-    s.dim("dim", huge=False)
-    s.raises("dim-huge", SIZE_ERRORS, "", dim=2**62)
-    s.base("base")
-    s.raises("freq_rule-unknown", ValueError, "freq_rule", freq_rule="t5")
-    return s
-
-
 SPECS: Dict[str, Callable[[], Spec]] = {
     "set_num_threads": spec_set_num_threads,
     "set_backend": spec_set_backend,
-    "get_backend": spec_no_arguments("get_backend", lambda r: None),
-    "get_num_threads": spec_no_arguments("get_num_threads", lambda r: None),
-    "info": spec_no_arguments("info", lambda r: None),
-    "sinusoidal": spec_sinusoidal,
-    "add_sinusoidal": spec_add_sinusoidal,
-    "sinusoidal_2d": spec_grid("sinusoidal_2d", ["height", "width"]),
-    "sinusoidal_3d": spec_grid("sinusoidal_3d", ["depth", "height", "width"]),
-    "concat_positional": spec_concat_positional,
-    "sinusoidal_frequencies": spec_sinusoidal_frequencies,
+    "get_backend": spec_no_arguments("get_backend", lambda r: _equal(r, posenc._backend._current)),
+    "get_num_threads": spec_no_arguments("get_num_threads", lambda r: _equal(r, posenc.info()["threads"])),
+    "info": spec_no_arguments("info", _info),
 }
 NOT_CALLABLE = {"__version__"}
 
-# Families specified in their own modules (tests/hostile_*.py), dormant until exported.
-from hostile_families import FAMILY_SPECS  # noqa: E402
-
-SPECS.update(FAMILY_SPECS)
-
-# Known bugs in families still being built elsewhere: case id -> reason (xfail strict).
-KNOWN: Dict[str, str] = {}
+# Each family's specs live in its own module (tests/hostile_<family>.py).
+for _family in (hostile_sinusoidal, hostile_rope, hostile_relative, hostile_learned, hostile_vision):
+    SPECS.update(_family.SPECS)
 
 
 def _cases() -> List[Any]:
@@ -177,8 +109,7 @@ def _cases() -> List[Any]:
             rows.append(pytest.param(Case(f"{name}-no-cases", name, {}, Raises(Exception, "")), id=f"{name}-no-cases"))
             continue
         for case in SPECS[name]().cases:
-            marks = [pytest.mark.xfail(strict=True, reason=KNOWN[case.id])] if case.id in KNOWN else []
-            rows.append(pytest.param(case, id=case.id, marks=marks))
+            rows.append(pytest.param(case, id=case.id))
     ids = [r.id for r in rows]
     assert len(ids) == len(set(ids)), f"duplicate case ids: {sorted({i for i in ids if ids.count(i) > 1})}"
     return rows
@@ -190,7 +121,25 @@ BACKENDS = ["native", "reference"] if NATIVE else ["reference"]
 
 def test_every_public_name_has_hostile_cases():
     missing = sorted(n for n in posenc.__all__ if n not in NOT_CALLABLE and n not in SPECS)
-    assert not missing, f"public names without hostile-input cases (add a spec to tests/test_arguments.py): {missing}"
+    assert not missing, f"public names without hostile-input cases (add a spec to tests/hostile_<family>.py): {missing}"
+    # A spec whose name left __all__ is a public function that disappeared: fail, never skip.
+    unexported = sorted(set(SPECS) - set(posenc.__all__))
+    assert not unexported, f"specs of names posenc no longer exports: {unexported}"
+
+
+def _public_methods(cls: type) -> List[str]:
+    """The methods a user calls on an instance of a public class ("call" for __call__)."""
+    names = [n for n, v in vars(cls).items() if callable(v) and not n.startswith("_")]
+    return names + (["call"] if "__call__" in vars(cls) else [])
+
+
+def test_every_public_method_has_hostile_cases():
+    """Each method of a public class has rows ``<Class>-<method>-...`` in the table."""
+    ids = [c.id for name in SPECS for c in SPECS[name]().cases]
+    missing = [f"{name}.{method}" for name in posenc.__all__ if isinstance(getattr(posenc, name), type)
+               for method in _public_methods(getattr(posenc, name))
+               if not any(i.startswith(f"{name}-{method}-") for i in ids)]
+    assert not missing, f"public methods without hostile-input cases: {missing}"
     for name in posenc.__all__:
         if name in NOT_CALLABLE:
             continue
@@ -249,11 +198,6 @@ def assert_same(got: Any, want: Any, where: str = "result") -> None:
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol * max(1.0, float(np.abs(w).max(initial=0))), err_msg=where)
 
 
-def _reference_api() -> Any:
-    """posenc.reference, with the plumbing names (not duplicated there) taken from posenc."""
-    return reference
-
-
 @pytest.mark.parametrize("backend_name", BACKENDS)
 @pytest.mark.parametrize("case", CASES)
 def test_hostile(case: Case, backend_name: str) -> None:
@@ -297,25 +241,17 @@ def test_hostile(case: Case, backend_name: str) -> None:
                     assert_same(np.asarray(value), want, "out")
 
 
-def test_case_count_is_reported(capsys):
-    """Not a check: prints the size of the table (in the -s/-rA output and CI logs)."""
-    with capsys.disabled():
-        print(f"\n[hostile] {len(CASES)} cases x {len(BACKENDS)} backends = {len(CASES) * len(BACKENDS)} runs")
-
-
 def test_a_public_function_without_cases_fails_the_suite():
     """Add a function to posenc.__all__ without a spec (in a subprocess): the table must fail."""
     import os
-    import subprocess
-    import sys
     code = (
         "import sys, pytest, posenc\n"
         "posenc.brand_new_kernel = lambda x: x\n"
         "posenc.__all__.append('brand_new_kernel')\n"
         "sys.exit(pytest.main(['-q', '-p', 'no:warnings', '-p', 'no:cacheprovider', 'test_arguments.py',\n"
-        "                      '-k', 'brand_new or every_public']))\n"
+        "                      '-k', 'brand_new or every_public_name']))\n"
     )
     here = os.path.dirname(os.path.abspath(__file__))
-    r = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True, text=True, timeout=300)
+    r = run_python(code, cwd=here)
     assert r.returncode != 0, r.stdout
     assert "brand_new_kernel-no-cases" in r.stdout and "3 failed" in r.stdout, r.stdout[-2000:]

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 import pytest
@@ -16,12 +15,11 @@ import posenc
 from posenc import __main__ as cli
 from posenc import _compare
 
+from helpers import python
 
-def posenc_cmd(*args: str, env: dict = None, **kwargs) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if k not in ("POSENC_BACKEND", "POSENC_ISA")}
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "posenc", *args], capture_output=True, text=True, timeout=300,
-                          env=full_env, **kwargs)
+
+def posenc_cmd(*args: str, env: Optional[dict] = None, **kwargs) -> subprocess.CompletedProcess:
+    return python("-m", "posenc", *args, **kwargs, **(env or {}))
 
 
 def test_help_lists_every_command():
@@ -43,9 +41,6 @@ def test_console_script_is_installed():
 def test_table_writes_every_kind(kind, tmp_path, capsys):
     target = tmp_path / f"{kind}.npy"
     code = cli.main(["table", kind, "--length", "12", "--dim", "8", "--heads", "4", "-o", str(target)])
-    if not hasattr(posenc, cli.TABLES[kind].needs):
-        assert code == 2 and "is not in this build" in capsys.readouterr().err
-        return
     assert code == 0
     table = np.load(target)
     assert f"wrote {target}" in capsys.readouterr().out
@@ -83,23 +78,23 @@ def test_compare_computes_the_properties():
     # The profile is an independent closed form: mean cos(d·ω_i) over the frequencies.
     omega = 10000.0 ** (-np.arange(0, 32, 2) / 32)
     np.testing.assert_allclose(sin.similarity[:50], [np.mean(np.cos(d * omega)) for d in range(50)], atol=1e-12)
-    if "learned (init)" in results and not results["learned (init)"].skipped:
-        learned = results["learned (init)"]
-        assert not learned.defined_beyond and "IndexError" in learned.beyond_note
-        assert learned.shift_residual > 0.5  # a random table has no linear shift
-    if "RoPE" in results and not results["RoPE"].skipped:
-        rope = results["RoPE"]
-        assert rope.shift_residual < 1e-6 and rope.drift < 1e-6
-    if "ALiBi" in results and not results["ALiBi"].skipped:
-        alibi = results["ALiBi"]
-        assert alibi.decays and alibi.shift_residual == 0 and alibi.drift == 0
-        # b(d) = -slopes·d: adjacent distances differ by |slopes|, the mean norm is |slopes|·mean(d).
-        assert alibi.min_dist == pytest.approx(2 / (128 - 1), rel=1e-5)
-        assert alibi.unseen == pytest.approx(3 * 128 / ((128 - 1) / 2), rel=1e-5)  # d = 4L-1 lies 3L past d = L-1
-    if "T5 (init)" in results and not results["T5 (init)"].skipped:
-        t5 = results["T5 (init)"]
-        assert t5.min_dist == 0  # distances in one log bucket share a bias
-        assert t5.shift_residual == 0 and t5.drift == 0
+    learned = results["learned (init)"]
+    assert not learned.defined_beyond and "IndexError" in learned.beyond_note
+    assert learned.shift_residual > 0.5  # a random table has no linear shift
+    rope = results["RoPE"]
+    assert rope.shift_residual < 1e-6 and rope.drift < 1e-6
+    alibi = results["ALiBi"]
+    assert alibi.decays and alibi.shift_residual == 0 and alibi.drift == 0
+    # b(d) = -slopes·d: adjacent distances differ by |slopes|, the mean norm is |slopes|·mean(d).
+    assert alibi.min_dist == pytest.approx(2 / (128 - 1), rel=1e-5)
+    assert alibi.unseen == pytest.approx(3 * 128 / ((128 - 1) / 2), rel=1e-5)  # d = 4L-1 lies 3L past d = L-1
+    t5 = results["T5 (init)"]
+    assert t5.min_dist == 0  # distances in one log bucket share a bias
+    assert t5.shift_residual == 0 and t5.drift == 0
+    deberta = results["DeBERTa (init)"]
+    assert deberta.shift_residual == 0 and deberta.drift == 0  # a function of the distance only
+    assert deberta.min_dist > 0  # L = 128 <= bucket_size // 2: every distance seen has its own row
+    assert deberta.min_dist_beyond == 0  # far distances share log buckets
 
 
 def test_compare_prints_a_table_and_json():
@@ -109,7 +104,7 @@ def test_compare_prints_a_table_and_json():
     assert any(line.startswith("sinusoidal ") for line in lines)
     assert any(line.startswith("triangle waves") for line in lines)
     for name in ("learned (init)", "RoPE", "ALiBi", "T5 (init)"):
-        assert any(line.startswith(name) for line in lines)  # a row, measured or skipped with a note
+        assert any(line.startswith(name) for line in lines)
     r = posenc_cmd("compare", "--length", "64", "--dim", "16", "--json", "--only", "sinusoidal")
     data = json.loads(r.stdout)
     assert {row["name"] for row in data["results"]} == {"sinusoidal", "sinusoidal split"}
@@ -123,9 +118,6 @@ def test_plot_writes_pngs(tmp_path, capsys):
     for kind in ("sinusoidal", "alibi", "rope", "learned", "t5", "triangle"):
         code = cli.main(["plot", kind, "--length", "64", "--dim", "16", "-o", str(tmp_path / f"{kind}.png")])
         out, err = capsys.readouterr()
-        if any(not hasattr(posenc, n) for n in _compare_needs(kind)):
-            assert code == 2 and "is not in this build" in err
-            continue
         assert code == 0, err
         paths = [Path(line.split(" ", 1)[1]) for line in out.splitlines() if line.startswith("wrote ")]
         assert [p.name for p in paths] == [f"{kind}_{f}.png" for f in ("heatmap", "similarity", "spectrum")][
@@ -135,14 +127,6 @@ def test_plot_writes_pngs(tmp_path, capsys):
     written.append(tmp_path / "all.png")
     for path in written:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def _compare_needs(kind: str) -> List[str]:
-    from posenc._plot import KINDS
-
-    name = KINDS[kind]
-    enc = next(e for e in _compare.encodings(_compare.Settings(length=8, dim=8)) if e.name == name)
-    return list(enc.needs) + (["rope_inv_freq"] if kind == "rope" else [])
 
 
 def test_plot_without_matplotlib_says_how_to_get_it(tmp_path):

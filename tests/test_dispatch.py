@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -15,13 +14,7 @@ import posenc
 from posenc import _backend
 
 from conftest import requires_native
-
-
-def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
-    inherited = {k: v for k, v in os.environ.items() if k not in ("POSENC_BACKEND", "POSENC_ISA")}
-    full_env = {**inherited, **env}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=full_env, timeout=120)
+from helpers import run_python
 
 
 def test_info_describes_the_runtime():

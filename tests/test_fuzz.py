@@ -154,6 +154,25 @@ def _outcome(api: Any, name: str, kwargs: Dict[str, Any]) -> Any:
         return "raised", exc
 
 
+def _finite_parts(native: Any, ref: Any) -> Any:
+    """Results past the dtype's range: where one backend has ±inf or NaN the other must too, but which
+    (a float32 rotation overflows to inf·cos − inf·sin = NaN where the float64 reference rounds a
+    finite value to inf; found by this fuzzer with attention_scaling=1e300). Non-finite entries are
+    then set to 0 in both and the rest compared as usual."""
+    if isinstance(native, tuple) and isinstance(ref, tuple):
+        pairs = [_finite_parts(a, b) for a, b in zip(native, ref)]
+        return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+    if not (isinstance(native, np.ndarray) and isinstance(ref, np.ndarray)) or native.shape != ref.shape \
+            or native.dtype != ref.dtype or native.dtype.kind not in "fV":
+        return native, ref
+    a, b = native.astype(np.float64), ref.astype(np.float64)
+    bad = ~np.isfinite(a) | ~np.isfinite(b)
+    if not bad.any():
+        return native, ref
+    np.testing.assert_array_equal(~np.isfinite(a), ~np.isfinite(b), err_msg="non-finite in one backend only")
+    return np.where(bad, 0, a).astype(native.dtype), np.where(bad, 0, b).astype(ref.dtype)
+
+
 @pytest.mark.skipif(not NATIVE, reason="differential fuzzing needs the compiled core")
 @pytest.mark.parametrize("name", FUZZED)
 def test_native_agrees_with_reference(name: str) -> None:
@@ -185,6 +204,6 @@ def test_native_agrees_with_reference(name: str) -> None:
         if native[0] == "raised":
             assert type(native[1]) is type(ref[1]), f"native raised {native[1]!r}, reference {ref[1]!r}"
         elif not RANDOM_RESULT.get(name, lambda kw: False)(kwargs) and not _meaningless_angles(kwargs):
-            assert_same(native[1], ref[1])
+            assert_same(*_finite_parts(native[1], ref[1]))
 
     run()

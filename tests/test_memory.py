@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
 import posenc
 
 from conftest import NATIVE
+from helpers import run_python
 
 pytestmark = [
     pytest.mark.skipif(not NATIVE, reason="needs the compiled core"),
@@ -47,9 +45,7 @@ IN_PLACE = {
 
 
 def _run(code: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("POSENC_BACKEND", "POSENC_ISA")}
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300,
-                       env=env)
+    r = run_python(code)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
 

@@ -7,17 +7,7 @@ import pytest
 
 import posenc
 
-from conftest import NATIVE
-
-BACKENDS = ["native", "reference"] if NATIVE else ["reference"]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request):
-    previous = posenc.get_backend()
-    posenc.set_backend(request.param)
-    yield request.param
-    posenc.set_backend(previous)
+from helpers import run_python
 
 
 def test_out_with_a_zero_stride_is_refused(backend):
@@ -163,3 +153,37 @@ def test_unparseable_dtype_strings_are_a_type_error(backend):
             posenc.relative_positions(2, 2, dtype=bad)
         with pytest.raises(TypeError, match="dtype"):
             posenc.LearnedPositionalEmbedding(4, 2, dtype=bad)
+
+
+def test_float64_results_are_exact_without_ml_dtypes():
+    # Without ml_dtypes, np.dtype("float64") == None (NumPy reads None as float64) sent every
+    # float64 result through the bfloat16 rounding: sin(1) came out as 0.84147102.
+    r = run_python("""
+        import math, sys
+        sys.modules["ml_dtypes"] = None  # as if it were not installed
+        import numpy as np, posenc
+        assert posenc._checks.BFLOAT16 is None
+        for backend in ["reference"] + (["native"] if posenc.info()["native"] else []):
+            posenc.set_backend(backend)
+            row = posenc.sinusoidal(2, 2, dtype=np.float64)[1]  # libm's values: np.sin on the reference,
+            assert np.abs(row - [math.sin(1.0), math.cos(1.0)]).max() <= 4e-16, backend  # the vector sincos natively
+            x = np.full((1, 1, 1, 3), 1 + 2**-40)
+            assert posenc.add_alibi(x, slopes=[2**-30])[0, 0, 0].tolist() == [1 + 2**-40, 1 + 2**-40 + 2**-30,
+                                                                               1 + 2**-40 + 2**-29], backend
+        print("exact")
+        """)
+    assert r.returncode == 0 and r.stdout.strip() == "exact", r.stderr
+
+
+def test_a_bfloat16_tensor_without_ml_dtypes_names_the_missing_extra():
+    pytest.importorskip("torch")
+    r = run_python("""
+        import sys
+        sys.modules["ml_dtypes"] = None
+        import torch, posenc
+        try:
+            posenc.add_sinusoidal(torch.zeros(2, 4, dtype=torch.bfloat16))
+        except TypeError as exc:
+            print(exc)
+        """)
+    assert r.returncode == 0 and "x is a torch.bfloat16 tensor" in r.stdout and "posenc[bfloat16]" in r.stdout, r

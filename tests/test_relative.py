@@ -1,8 +1,15 @@
 """The relative family: T5 parity with the PyTorch reference, ALiBi against its authors and BLOOM,
-Shaw clipping, native (every ISA) against the NumPy reference, Toeplitz structure, bad input.
+Shaw clipping, Toeplitz structure; native (every ISA) against the NumPy reference.
 
 Integer outputs and every float output are compared for exact (bitwise) equality: each
 value is one rounding of a float64 quantity (or a copy), so there is nothing to tolerate.
+
+Tests taking ``isa`` check each function against something independent of posenc's two
+executors (a published value, PyTorch, the definition written out with NumPy, another
+public function they are defined by); they also run on the NumPy executor alone
+(POSENC_BACKEND=reference). Tests taking ``native_isa`` compare the kernels with
+``posenc.reference`` bit for bit. Argument errors live in the hostile-input table
+(tests/hostile_relative.py).
 """
 
 from __future__ import annotations
@@ -11,13 +18,13 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import posenc
 from posenc import reference as ref
 
-from helpers import FLOAT_DTYPES, strided_view
+from helpers import FLOAT_DTYPES, assert_close_to_float64, strided_view
 
 try:
     import torch
@@ -168,9 +175,18 @@ def test_t5_float32_boundaries(isa, bidirectional, nb, md, d, bucket32, bucket64
     assert posenc.t5_buckets(1, 1, offset=-d, **kw)[0, 0] == bucket32
 
 
+# The default (32 buckets, 128) boundaries every T5 port reproduces: 8 exact, then 12, 16, 23, 32, 46, 64, 91.
+DEFAULT_STARTS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 23, 32, 46, 64, 91]
+
+
+def default_bucket(d):
+    """The default bidirectional bucket of each distance, from the published boundaries."""
+    d = np.asarray(d, np.int64)
+    return (np.searchsorted(DEFAULT_STARTS, np.abs(d), side="right") - 1 + 16 * (d > 0)).astype(np.int32)
+
+
 def test_t5_published_default_buckets(isa):
-    """The default (32 buckets, 128) boundaries every T5 port reproduces: 8 exact, then 12, 16, 23, 32, 46, 64, 91."""
-    starts = [0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 23, 32, 46, 64, 91]
+    starts = DEFAULT_STARTS
     for bucket, first in enumerate(starts):
         last = starts[bucket + 1] - 1 if bucket + 1 < len(starts) else 10**6
         for d in {first, last}:
@@ -187,9 +203,12 @@ def test_t5_published_default_buckets(isa):
     nb=st.integers(2, 300),
     md=st.integers(1, 5000),
 )
-def test_t5_bucket_matches_reference(isa, values, dtype, bidirectional, nb, md):
+def test_t5_bucket_matches_reference(native_isa, values, dtype, bidirectional, nb, md):
+    """The native boundary search against the reference's float32 chain: random values, and every
+    distance out to 2·max_distance (each bucket's first and last distance among them)."""
     info = np.iinfo(dtype)
-    d = np.array([min(max(v, info.min), info.max) for v in values], dtype)
+    every = range(max(-2 * md - 2, info.min), min(2 * md + 3, info.max + 1))
+    d = np.array([min(max(v, info.min), info.max) for v in values] + list(every), dtype)
     kw = dict(bidirectional=bidirectional, num_buckets=nb, max_distance=md)
     try:
         expected = ref.t5_bucket(d, **kw)
@@ -204,15 +223,17 @@ def test_t5_bucket_matches_reference(isa, values, dtype, bidirectional, nb, md):
 
 def test_t5_bucket_shapes_and_extremes(isa):
     assert posenc.t5_bucket(5).shape == () and posenc.t5_bucket(5).dtype == np.int32
-    x = np.arange(-30, 30).reshape(3, 4, 5)
-    same_bits(posenc.t5_bucket(x), ref.t5_bucket(x))
+    x = np.arange(-130, 130, 13).reshape(4, 5)
+    same_bits(posenc.t5_bucket(x), default_bucket(x))
+    same_bits(posenc.t5_bucket(x[:, ::-2].T), default_bucket(x[:, ::-2].T))
     extremes = np.array([np.iinfo(np.int64).min, -(2**62) - 1, 2**62 + 1, np.iinfo(np.int64).max])
     same_bits(posenc.t5_bucket(extremes), np.array([15, 15, 31, 31], np.int32))
     same_bits(posenc.t5_bucket(np.array([2**64 - 1], np.uint64)), np.array([31], np.int32))
     # Huge max_distance: boundaries found by search, not by a table of max_distance entries.
-    d = np.array([-(10**15), -(10**12), -(10**9), -1000, -20])
-    kw = dict(num_buckets=64, max_distance=10**12)
-    same_bits(posenc.t5_bucket(d, **kw), ref.t5_bucket(d, **kw))
+    # (Each of these distances is far from a bucket boundary, where float32 and float64 agree.)
+    d = [-(10**15), -(10**12), -(10**9), -1000, -20, 10**9, 10**13]
+    got = posenc.t5_bucket(d, num_buckets=64, max_distance=10**12)
+    assert got.tolist() == [float64_bucket(v, True, 64, 10**12) for v in d] == [31, 31, 27, 18, 16, 59, 63]
     assert len(posenc.t5_bucket([]).tolist()) == 0
 
 
@@ -241,23 +262,26 @@ def assert_toeplitz(block):
     same_bits(block[..., 1:, 1:], block[..., :-1, :-1])
 
 
+def distances(q, k, offset):
+    """j - (offset + i) of a [q, k] block, written out."""
+    i, j = np.meshgrid(np.arange(q), np.arange(k), indexing="ij")
+    return j - (offset + i)
+
+
 @given(q=st.integers(0, 70), k=st.integers(0, 70), offset=st.integers(-100, 300), bidirectional=st.booleans(),
        nb=st.sampled_from([2, 4, 5, 16, 32, 33, 64]), md=st.sampled_from([3, 20, 128, 129, 400]),
        use_out=st.booleans(), seed=st.integers(0, 2**31))
-def test_t5_buckets_matches_reference(isa, q, k, offset, bidirectional, nb, md, use_out, seed):
-    kw = dict(offset=offset, bidirectional=bidirectional, num_buckets=nb, max_distance=md)
-    try:
-        expected = ref.t5_buckets(q, k, **kw)
-    except ValueError:
-        return
+def test_t5_buckets_are_the_bucket_of_each_distance(isa, q, k, offset, bidirectional, nb, md, use_out, seed):
+    """The block is t5_bucket of its distances (on native: the Toeplitz kernel against the elementwise path)."""
+    max_exact = (nb // 2 if bidirectional else nb) // 2
+    assume(max_exact >= 1 and md > max_exact)  # other parameters are refused (the hostile table)
+    kw = dict(bidirectional=bidirectional, num_buckets=nb, max_distance=md)
     out = strided_view(np.full((q, k), 7, np.int32), np.random.default_rng(seed)) if use_out else None
-    got = posenc.t5_buckets(q, k, out=out, **kw)
+    got = posenc.t5_buckets(q, k, offset=offset, out=out, **kw)
     if use_out:
         assert got is out
-    same_bits(got, expected)
     assert_toeplitz(got)
-    i, j = np.meshgrid(np.arange(q), np.arange(k), indexing="ij")
-    same_bits(got, ref.t5_bucket(j - (offset + i), bidirectional=bidirectional, num_buckets=nb, max_distance=md))
+    same_bits(got, posenc.t5_bucket(distances(q, k, offset), **kw))
 
 
 def test_t5_buckets_kv_cache_step(isa):
@@ -271,17 +295,18 @@ def test_t5_buckets_kv_cache_step(isa):
 @given(q=st.integers(0, 40), k=st.integers(0, 40), heads=st.integers(1, 5), nb=st.sampled_from([8, 32, 33]),
        dtype=st.sampled_from(FLOAT_DTYPES), offset=st.integers(-50, 50), bidirectional=st.booleans(),
        use_out=st.booleans(), seed=st.integers(0, 2**31))
-def test_t5_bias_matches_reference(isa, q, k, heads, nb, dtype, offset, bidirectional, use_out, seed):
+def test_t5_bias_is_a_table_lookup(isa, q, k, heads, nb, dtype, offset, bidirectional, use_out, seed):
+    """bias[h, i, j] = table[t5_buckets(...)[i, j], h], every value copied exactly."""
     rng = np.random.default_rng(seed)
     table = rng.standard_normal((nb, heads)).astype(dtype)
     if rng.random() < 0.5:
         table = strided_view(table, rng)
     kw = dict(offset=offset, bidirectional=bidirectional, max_distance=40)
-    expected = ref.t5_bias(table, q, k, **kw)
     out = strided_view(np.zeros((heads, q, k), dtype), rng) if use_out else None
     got = posenc.t5_bias(table, q, k, out=out, **kw)
+    if use_out:
+        assert got is out
     assert got.shape == (heads, q, k) and got.dtype == np.dtype(dtype)
-    same_bits(got, expected)
     assert_toeplitz(got)
     buckets = posenc.t5_buckets(q, k, offset=offset, bidirectional=bidirectional, num_buckets=nb, max_distance=40)
     same_bits(got, np.moveaxis(np.asarray(table)[buckets], -1, 0))
@@ -300,32 +325,60 @@ def test_t5_bias_matches_hugging_face_compute_bias(isa):
 
 # ---------------------------------------------------------------- adding into scores
 
+ADD_MODES = ["new", "inplace", "strided", "strided-inplace", "out"]
+
+
+def add_in_mode(add, scores, mode, rng, **kw):
+    """``add(scores, **kw)`` into a new array, in place, from a strided view or into ``out``, as ``mode`` says.
+
+    Checks what the call returns (``out`` itself) and that a new result leaves ``scores`` as it was.
+    """
+    if mode.startswith("strided"):
+        scores = strided_view(scores, rng)
+    if mode.endswith("inplace"):
+        assert add(scores, out=scores, **kw) is scores
+        return scores
+    if mode == "out":
+        out = np.zeros_like(scores)
+        assert add(scores, out=out, **kw) is out
+        return out
+    before = scores.copy()
+    got = add(scores, **kw)
+    same_bits(scores, before)
+    return got
+
+
 @given(lead=st.lists(st.integers(0, 3), max_size=2), heads=st.integers(1, 4), q=st.integers(0, 40),
        k=st.integers(0, 70), dtype=st.sampled_from(FLOAT_DTYPES), table_dtype=st.sampled_from(FLOAT_DTYPES),
-       offset=st.integers(-60, 60), mode=st.sampled_from(["new", "inplace", "strided", "strided-inplace", "out"]),
-       seed=st.integers(0, 2**31))
-def test_add_t5_bias_matches_reference(isa, lead, heads, q, k, dtype, table_dtype, offset, mode, seed):
+       offset=st.integers(-60, 60), mode=st.sampled_from(ADD_MODES), seed=st.integers(0, 2**31))
+def test_add_t5_bias_matches_reference(native_isa, lead, heads, q, k, dtype, table_dtype, offset, mode, seed):
     rng = np.random.default_rng(seed)
     scores = (rng.standard_normal(tuple(lead) + (heads, q, k)) * 4).astype(dtype)
     table = rng.standard_normal((32, heads)).astype(table_dtype)
     expected = ref.add_t5_bias(scores, table, offset=offset)
-    # Independent: NumPy's own sum with the bias in the scores' dtype.
-    if not posenc._checks.is_bfloat16(dtype) and table_dtype == dtype:
-        same_bits(expected, scores + np.asarray(posenc.t5_bias(table, q, k, offset=offset)))
-    if mode.startswith("strided"):
-        scores = strided_view(scores, rng)
-    if mode.endswith("inplace"):
-        got = posenc.add_t5_bias(scores, table, offset=offset, out=scores)
-        assert got is scores
-    elif mode == "out":
-        out = np.zeros_like(scores)
-        assert posenc.add_t5_bias(scores, table, offset=offset, out=out) is out
-        got = out
-    else:
-        before = scores.copy()
-        got = posenc.add_t5_bias(scores, table, offset=offset)
-        same_bits(scores, before)
-    same_bits(got, expected)
+    same_bits(add_in_mode(lambda s, **kw: posenc.add_t5_bias(s, table, **kw), scores, mode, rng, offset=offset),
+              expected)
+
+
+@pytest.mark.parametrize("mode", ADD_MODES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_add_t5_bias_is_numpys_sum(isa, dtype, mode):
+    """Documented: exactly NumPy's ``scores + t5_bias(table)`` with the table rounded to the scores' dtype."""
+    rng = np.random.default_rng(11)
+    scores = (rng.standard_normal((2, 3, 7, 19)) * 4).astype(dtype)
+    # A wider table is rounded once first (float64 to bfloat16 is not: NumPy goes through float32).
+    wide = rng.standard_normal((32, 3)).astype(np.float32 if posenc._checks.is_bfloat16(dtype) else np.float64)
+    for table in (wide.astype(dtype), wide):
+        want = scores + posenc.t5_bias(table.astype(dtype), 7, 19, offset=5, bidirectional=False)
+        got = add_in_mode(lambda s, **kw: posenc.add_t5_bias(s, table, **kw), scores.copy(), mode, rng, offset=5,
+                          bidirectional=False)
+        same_bits(got, want)
+
+
+def alibi_closed_form(heads, q, k, offset=0, dtype=np.float32):
+    """ALiBi's causal bias written out: the authors' slopes times j - (offset + i), rounded once (not bfloat16)."""
+    slopes = np.array(authors_get_slopes(heads))
+    return (slopes[:, None, None] * distances(q, k, offset)).astype(dtype)
 
 
 def test_add_into_a_slice_of_a_larger_buffer(isa):
@@ -334,12 +387,14 @@ def test_add_into_a_slice_of_a_larger_buffer(isa):
     before = buf.copy()
     view = buf[:, 1, :, ::2, 1::2][..., ::-1]
     posenc.add_alibi(view, out=view, offset=3)
-    same_bits(view, ref.add_alibi(before[:, 1, :, ::2, 1::2][..., ::-1], offset=3))
+    same_bits(view, before[:, 1, :, ::2, 1::2][..., ::-1] + alibi_closed_form(4, 15, 25, offset=3))
     mask = np.ones(buf.shape, bool)
     mask[:, 1, :, ::2, 1::2] = False
     same_bits(buf[mask], before[mask])
+    after_alibi = view.copy()
     table = np.random.default_rng(6).standard_normal((32, 4)).astype(np.float32)
     posenc.add_t5_bias(view, table, out=view, offset=3)
+    same_bits(view, after_alibi + np.moveaxis(table[default_bucket(distances(15, 25, 3))], -1, 0))
     same_bits(buf[mask], before[mask])
 
 
@@ -347,11 +402,11 @@ def test_add_misaligned_and_byteswapped(isa):
     raw = np.zeros(4 * 2 * 9 * 11 + 1, np.uint8)
     x = np.frombuffer(raw.data, dtype=np.float32, count=2 * 9 * 11, offset=1).reshape(2, 9, 11)
     assert not x.flags.aligned
-    expected = ref.add_alibi(np.zeros((2, 9, 11), np.float32), offset=2)
+    expected = alibi_closed_form(2, 9, 11, offset=2)
     same_bits(posenc.add_alibi(x, offset=2), expected)
     same_bits(posenc.add_alibi(np.zeros((2, 9, 11), ">f4"), offset=2), expected)
     writable = np.frombuffer(bytearray(4 * 2 * 9 * 11 + 1), dtype=np.float32, count=2 * 9 * 11, offset=1).reshape(2, 9, 11)
-    posenc.add_alibi(writable, offset=2, out=writable)
+    assert posenc.add_alibi(writable, offset=2, out=writable) is writable
     same_bits(writable, expected)
 
 
@@ -360,21 +415,7 @@ def test_add_from_torch_in_place(isa):
         pytest.skip("PyTorch not installed")
     t = torch.zeros(2, 4, 6, 6)
     posenc.add_alibi(t.numpy(), out=t.numpy())
-    same_bits(t.numpy(), np.broadcast_to(posenc.alibi_bias(4, 6, 6), (2, 4, 6, 6)))
-
-
-def test_thread_count_does_not_change_results(isa):
-    scores = np.random.default_rng(7).standard_normal((2, 8, 300, 500)).astype(np.float32)
-    table = np.random.default_rng(8).standard_normal((32, 8)).astype(np.float32)
-    try:
-        posenc.set_num_threads(1)
-        one = (posenc.add_alibi(scores), posenc.add_t5_bias(scores, table), posenc.t5_buckets(700, 900))
-        posenc.set_num_threads(2)
-        two = (posenc.add_alibi(scores), posenc.add_t5_bias(scores, table), posenc.t5_buckets(700, 900))
-    finally:
-        posenc.set_num_threads(None)
-    for a, b in zip(one, two):
-        same_bits(a, b)
+    same_bits(t.numpy(), np.broadcast_to(alibi_closed_form(4, 6, 6), (2, 4, 6, 6)))
 
 
 # ---------------------------------------------------------------- ALiBi
@@ -437,24 +478,24 @@ def test_alibi_slopes_against_bloom():
 @given(heads=st.integers(1, 9), q=st.integers(0, 40), k=st.integers(0, 70), offset=st.integers(-2**40, 2**40),
        symmetric=st.booleans(), dtype=st.sampled_from(FLOAT_DTYPES), custom=st.booleans(), use_out=st.booleans(),
        seed=st.integers(0, 2**31))
-def test_alibi_bias_matches_reference(isa, heads, q, k, offset, symmetric, dtype, custom, use_out, seed):
+def test_alibi_bias_is_the_definition(isa, heads, q, k, offset, symmetric, dtype, custom, use_out, seed):
+    """slope_h·(j - (offset + i)), or -slope_h·|...|, in float64, rounded once."""
     rng = np.random.default_rng(seed)
     slopes = rng.uniform(-3, 3, heads) if custom else None
     kw = dict(offset=offset, symmetric=symmetric, slopes=slopes, dtype=dtype)
-    expected = ref.alibi_bias(heads, q, k, **kw)
     out = strided_view(np.zeros((heads, q, k), dtype), rng) if use_out else None
     got = posenc.alibi_bias(heads, q, k, out=out, **kw)
-    same_bits(got, expected)
+    if use_out:
+        assert got is out
     assert_toeplitz(got)
-    # Independent: the definition, in float64, rounded once (exact for float32/float64/float16 via NumPy).
-    s = np.asarray(slopes if custom else ref.alibi_slopes(heads, np.float64), np.float64)
-    d = np.arange(k)[None, :] - (offset + np.arange(q)[:, None])
+    s = np.asarray(slopes if custom else authors_get_slopes(heads), np.float64)
+    d = distances(q, k, offset)
     exact = s[:, None, None] * (-np.abs(d) if symmetric else d)
-    if not posenc._checks.is_bfloat16(dtype):
+    if not posenc._checks.is_bfloat16(dtype):  # NumPy rounds float64 to these once
         with np.errstate(over="ignore"):  # float16 overflows to inf at large offsets, as posenc does
             same_bits(got, exact.astype(dtype))
-    else:
-        np.testing.assert_allclose(got.astype(np.float64), exact, rtol=2.0**-8, atol=0)
+    else:  # NumPy would round twice (through float32): within half an ulp instead
+        assert_close_to_float64(got, exact)
 
 
 def test_alibi_sign_convention_and_bloom_softmax(isa):
@@ -480,32 +521,31 @@ def test_alibi_sign_convention_and_bloom_softmax(isa):
 
 @given(lead=st.lists(st.integers(0, 3), max_size=2), heads=st.integers(1, 6), q=st.integers(0, 30),
        k=st.integers(0, 60), dtype=st.sampled_from(FLOAT_DTYPES), offset=st.integers(-50, 50),
-       symmetric=st.booleans(), mode=st.sampled_from(["new", "inplace", "strided", "strided-inplace", "out"]),
-       custom=st.booleans(), seed=st.integers(0, 2**31))
-def test_add_alibi_matches_reference(isa, lead, heads, q, k, dtype, offset, symmetric, mode, custom, seed):
+       symmetric=st.booleans(), mode=st.sampled_from(ADD_MODES), custom=st.booleans(), seed=st.integers(0, 2**31))
+def test_add_alibi_matches_reference(native_isa, lead, heads, q, k, dtype, offset, symmetric, mode, custom, seed):
     rng = np.random.default_rng(seed)
     scores = (rng.standard_normal(tuple(lead) + (heads, q, k)) * 4).astype(dtype)
     slopes = rng.uniform(0, 1, heads).astype(np.float32) if custom else None
     kw = dict(offset=offset, symmetric=symmetric, slopes=slopes)
     expected = ref.add_alibi(scores, **kw)
-    if not posenc._checks.is_bfloat16(dtype):  # NumPy's sum with the bias in the scores' dtype
-        bias = posenc.alibi_bias(heads, q, k, dtype=dtype, **kw)
-        same_bits(expected, scores + bias)
-    if mode.startswith("strided"):
-        scores = strided_view(scores, rng)
-    if mode.endswith("inplace"):
-        assert posenc.add_alibi(scores, out=scores, **kw) is scores
-        got = scores
-    elif mode == "out":
-        got = np.zeros_like(scores)
-        assert posenc.add_alibi(scores, out=got, **kw) is got
-    else:
-        got = posenc.add_alibi(scores, **kw)
-    same_bits(got, expected)
+    same_bits(add_in_mode(posenc.add_alibi, scores, mode, rng, **kw), expected)
+
+
+@pytest.mark.parametrize("mode", ADD_MODES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_add_alibi_is_numpys_sum(isa, dtype, mode, symmetric):
+    """Documented: exactly NumPy's ``scores + alibi_bias(...)`` with the bias in the scores' dtype."""
+    rng = np.random.default_rng(12)
+    scores = (rng.standard_normal((2, 3, 7, 19)) * 4).astype(dtype)
+    for slopes in (None, rng.uniform(-1, 1, 3)):
+        kw = dict(offset=5, symmetric=symmetric, slopes=slopes)
+        want = scores + posenc.alibi_bias(3, 7, 19, dtype=dtype, **kw)
+        same_bits(add_in_mode(posenc.add_alibi, scores.copy(), mode, rng, **kw), want)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 97])
-def test_every_vector_tail(isa, k):
+def test_every_vector_tail(native_isa, k):
     for dtype in FLOAT_DTYPES:
         scores = np.random.default_rng(k).standard_normal((3, 5, k)).astype(dtype)
         same_bits(posenc.add_alibi(scores, offset=k - 5), ref.add_alibi(scores, offset=k - 5))
@@ -517,10 +557,10 @@ def test_every_vector_tail(isa, k):
 @given(q=st.integers(0, 50), k=st.integers(0, 50), offset=st.integers(-2**40, 2**40),
        dtype=st.sampled_from([np.int64, np.int32, np.int16]), m=st.integers(0, 60), use_out=st.booleans(),
        seed=st.integers(0, 2**31))
-def test_positions_match_reference(isa, q, k, offset, dtype, m, use_out, seed):
+def test_positions_are_the_distances(isa, q, k, offset, dtype, m, use_out, seed):
+    """j - (offset + i), refused exactly when a value does not fit the dtype; Shaw's clip(., -m, m) + m."""
     rng = np.random.default_rng(seed)
-    i, j = np.meshgrid(np.arange(q), np.arange(k), indexing="ij")
-    raw = j - (offset + i)
+    raw = distances(q, k, offset)
     info = np.iinfo(dtype)
     if q and k and (raw.min() < info.min or raw.max() > info.max):
         with pytest.raises(ValueError, match="fit"):
@@ -528,18 +568,17 @@ def test_positions_match_reference(isa, q, k, offset, dtype, m, use_out, seed):
     else:
         out = strided_view(np.zeros((q, k), dtype), rng) if use_out else None
         got = posenc.relative_positions(q, k, offset=offset, dtype=dtype, out=out)
+        if use_out:
+            assert got is out
         same_bits(got, raw.astype(dtype))
-        same_bits(got, ref.relative_positions(q, k, offset=offset, dtype=dtype))
     clipped = posenc.clipped_relative_positions(q, k, m, offset=offset, dtype=dtype)
     same_bits(clipped, (np.clip(raw, -m, m) + m).astype(dtype))
-    same_bits(clipped, ref.clipped_relative_positions(q, k, m, offset=offset, dtype=dtype))
-    assert_toeplitz(clipped)
 
 
 @given(q=st.integers(0, 30), k=st.integers(0, 30), d=st.integers(0, 20), m=st.integers(0, 12),
        offset=st.integers(-40, 40), dtype=st.sampled_from(FLOAT_DTYPES),
        out_mode=st.sampled_from(["none", "strided", "transposed"]), seed=st.integers(0, 2**31))
-def test_relative_embeddings(isa, q, k, d, m, offset, dtype, out_mode, seed):
+def test_relative_embeddings_are_table_rows(isa, q, k, d, m, offset, dtype, out_mode, seed):
     rng = np.random.default_rng(seed)
     table = rng.standard_normal((2 * m + 1, d)).astype(dtype)
     if rng.random() < 0.3:
@@ -553,20 +592,11 @@ def test_relative_embeddings(isa, q, k, d, m, offset, dtype, out_mode, seed):
     if out is not None:
         assert got is out
     assert got.shape == (q, k, d) and got.dtype == np.dtype(dtype)
-    i, j = np.meshgrid(np.arange(q), np.arange(k), indexing="ij")
-    idx = np.clip(j - (offset + i), -m, m) + m  # Shaw et al. 2018, eq. (3)
+    idx = np.clip(distances(q, k, offset), -m, m) + m  # Shaw et al. 2018, eq. (3)
     same_bits(got, np.asarray(table)[idx])
-    same_bits(got, ref.relative_embeddings(table, q, k, m, offset=offset))
-    assert_toeplitz(np.moveaxis(got, -1, 0))
 
 
-# ---------------------------------------------------------------- reference backend, empty and bad input
-
-def test_reference_backend_is_used(reference_backend):
-    assert posenc.get_backend() == "reference"
-    same_bits(posenc.t5_buckets(10, 12), ref.t5_buckets(10, 12))
-    same_bits(posenc.add_alibi(np.ones((2, 3, 4), np.float32)), ref.add_alibi(np.ones((2, 3, 4), np.float32)))
-
+# ---------------------------------------------------------------- empty results
 
 def test_empty_results(isa):
     assert posenc.t5_buckets(0, 5).shape == (0, 5)
@@ -579,94 +609,314 @@ def test_empty_results(isa):
     assert posenc.relative_positions(0, 0).shape == (0, 0)
 
 
-T = np.zeros((32, 4), np.float32)
-S = np.zeros((2, 4, 5, 6), np.float32)
-BAD_CALLS = [
-    (lambda: posenc.t5_bucket(np.array([1.5])), TypeError, "relative_position"),
-    (lambda: posenc.t5_bucket(np.array([True])), TypeError, "relative_position"),
-    (lambda: posenc.t5_bucket([1], num_buckets=1), ValueError, "num_buckets"),
-    (lambda: posenc.t5_bucket([1], num_buckets=3), ValueError, "num_buckets"),
-    (lambda: posenc.t5_bucket([1], num_buckets=3, bidirectional=False, max_distance=1), ValueError, "max_distance"),
-    (lambda: posenc.t5_bucket([1], num_buckets=32, max_distance=8), ValueError, "max_distance"),
-    (lambda: posenc.t5_bucket([1], num_buckets=32, max_distance=0), ValueError, "max_distance"),
-    (lambda: posenc.t5_bucket([1], num_buckets=2**25), ValueError, "num_buckets"),
-    (lambda: posenc.t5_bucket([1], num_buckets=32.0), TypeError, "num_buckets"),
-    (lambda: posenc.t5_bucket([1], bidirectional=1), TypeError, "bidirectional"),
-    (lambda: posenc.t5_buckets(-1, 4), ValueError, "q_len"),
-    (lambda: posenc.t5_buckets(4, -1), ValueError, "k_len"),
-    (lambda: posenc.t5_buckets(4, 4, offset=1.0), TypeError, "offset"),
-    (lambda: posenc.t5_buckets(4, 4, offset=2**60), ValueError, "offset"),
-    (lambda: posenc.t5_buckets(2**40, 2**40), ValueError, "bytes"),
-    (lambda: posenc.t5_bias(np.zeros(32, np.float32), 2, 2), ValueError, "table"),
-    (lambda: posenc.t5_bias(np.zeros((32, 0), np.float32), 2, 2), ValueError, "head"),
-    (lambda: posenc.t5_bias(np.zeros((32, 2), np.int32), 2, 2), TypeError, "table"),
-    (lambda: posenc.t5_bias(np.zeros((3, 2), np.float32), 2, 2), ValueError, "num_buckets"),
-    (lambda: posenc.add_t5_bias(S.astype(np.int32), T), TypeError, "scores"),
-    (lambda: posenc.add_t5_bias(S, np.zeros((32, 3), np.float32)), ValueError, "heads"),
-    (lambda: posenc.add_t5_bias(np.zeros((5, 6), np.float32), T), ValueError, "scores"),
-    (lambda: posenc.add_t5_bias(np.zeros((0, 5, 6), np.float32), np.zeros((32, 0), np.float32)), ValueError, "head"),
-    (lambda: posenc.alibi_slopes(0), ValueError, "num_heads"),
-    (lambda: posenc.alibi_slopes(2.0), TypeError, "num_heads"),
-    (lambda: posenc.alibi_slopes(4, dtype=np.int32), TypeError, "dtype"),
-    (lambda: posenc.alibi_bias(0, 2, 2), ValueError, "num_heads"),
-    (lambda: posenc.alibi_bias(2, -1, 2), ValueError, "q_len"),
-    (lambda: posenc.alibi_bias(2, 2, 2, slopes=[1.0]), ValueError, "slopes"),
-    (lambda: posenc.alibi_bias(2, 2, 2, slopes=[[1.0, 2.0]]), ValueError, "slopes"),
-    (lambda: posenc.alibi_bias(2, 2, 2, slopes=[1.0, np.nan]), ValueError, "slopes"),
-    (lambda: posenc.alibi_bias(2, 2, 2, slopes=["a", "b"]), TypeError, "slopes"),
-    (lambda: posenc.alibi_bias(2, 2, 2, symmetric="yes"), TypeError, "symmetric"),
-    (lambda: posenc.alibi_bias(2, 2, 2, dtype=np.int64), TypeError, "dtype"),
-    (lambda: posenc.add_alibi(S.astype(np.int64)), TypeError, "scores"),
-    (lambda: posenc.add_alibi(S, slopes=np.ones(3)), ValueError, "slopes"),
-    (lambda: posenc.add_alibi(np.zeros((2, 0, 3, 3), np.float32)), ValueError, "head"),
-    (lambda: posenc.add_alibi(np.zeros((3, 3), np.float32)), ValueError, "scores"),
-    (lambda: posenc.relative_positions(2, 2, dtype=np.float32), TypeError, "dtype"),
-    (lambda: posenc.relative_positions(2, 2, dtype=np.uint32), TypeError, "dtype"),
-    (lambda: posenc.relative_positions(2, 300, dtype=np.int8), ValueError, "fit"),
-    (lambda: posenc.clipped_relative_positions(2, 2, -1), ValueError, "max_relative_position"),
-    (lambda: posenc.clipped_relative_positions(2, 2, 200, dtype=np.int8), ValueError, "fit"),
-    (lambda: posenc.relative_embeddings(np.zeros((4, 3), np.float32), 2, 2, 2), ValueError, "table"),
-    (lambda: posenc.relative_embeddings(np.zeros((5, 3), np.int32), 2, 2, 2), TypeError, "table"),
-    (lambda: posenc.relative_embeddings(np.zeros(5, np.float32), 2, 2, 2), ValueError, "table"),
-]
+# ---------------------------------------------------------------- DeBERTa log buckets
+
+def deberta_configs():
+    """(bucket_size, max_position): tiny, odd, DeBERTa's (256, 512), and whole-number (tie) configurations."""
+    configs = set()
+    for bs in list(range(2, 41)) + [64, 127, 128, 255, 256, 257, 512, 1024]:
+        mid = bs // 2
+        for mp in (mid + 2, mid + 3, bs, bs + 1, 2 * bs, 3 * bs + 1, 512, 513, 4 * mid + 1, 16 * mid + 1, 2049):
+            if mp - 1 > mid:
+                configs.add((bs, mp))
+    return sorted(configs)
 
 
-@pytest.mark.parametrize("call,exc,match", BAD_CALLS)
-def test_bad_arguments(backend, call, exc, match):
-    with pytest.raises(exc, match=match):
-        call()
+def deberta_scalar(d, bs, mp):
+    """Transformers' make_log_bucket_position for one distance, written out with NumPy float32 scalars.
+
+    Independent of posenc's vectorised chain: Python's float64 log of the float32 argument,
+    rounded once (the correctly rounded float32 log), every other step a float32 scalar operation.
+    """
+    mid = bs // 2
+    if bs <= 0 or mp <= 0 or abs(d) <= mid:
+        return d
+    x = np.float32(abs(d)) / np.float32(mid)
+    log_x = np.float32(math.log(float(x)))
+    log_b = np.float32(math.log(float(np.float32((mp - 1) / mid))))
+    bucket = np.float32(np.ceil(log_x / log_b * np.float32(mid - 1))) + np.float32(mid)
+    return int(bucket) * (1 if d > 0 else -1)
 
 
-def test_bad_out_is_untouched(backend):
-    table = np.ones((32, 4), np.float32)
-    cases = [
-        (lambda o: posenc.t5_buckets(5, 6, out=o), np.full((5, 7), 7, np.int32), ValueError),
-        (lambda o: posenc.t5_buckets(5, 6, out=o), np.full((5, 6), 7, np.int64), TypeError),
-        (lambda o: posenc.t5_bias(table, 5, 6, out=o), np.full((4, 5, 6), 7, np.float64), TypeError),
-        (lambda o: posenc.alibi_bias(4, 5, 6, out=o), np.full((4, 6, 5), 7, np.float32), ValueError),
-        (lambda o: posenc.add_alibi(np.zeros((4, 5, 6), np.float32), out=o), np.full((4, 5, 6), 7, np.float16),
-         TypeError),
-        (lambda o: posenc.relative_embeddings(np.ones((5, 3), np.float32), 2, 2, 2, out=o),
-         np.full((2, 2, 4), 7, np.float32), ValueError),
-    ]
-    for call, out, exc in cases:
-        with pytest.raises(exc, match="out"):
-            call(out)
-        assert (out == 7).all()
-    for call, shape, dt in [
-        (lambda o: posenc.t5_buckets(5, 6, out=o), (5, 6), np.int32),
-        (lambda o: posenc.add_alibi(o, out=o), (4, 5, 6), np.float32),
-        (lambda o: posenc.add_t5_bias(o, table, out=o), (4, 5, 6), np.float32),
-        (lambda o: posenc.alibi_bias(4, 5, 6, out=o), (4, 5, 6), np.float32),
-    ]:
-        ro = np.full(shape, 7, dt)
-        ro.flags.writeable = False
-        with pytest.raises(ValueError, match="read-only"):
-            call(ro)
-    buf = np.full((5, 5, 6), 7, np.float32)
-    with pytest.raises(ValueError, match="overlaps"):
-        posenc.add_alibi(buf[:4], out=buf[1:])
-    assert (buf == 7).all()
-    tbuf = np.full((32, 4), 1, np.float32)
-    with pytest.raises(ValueError, match="overlaps"):
-        posenc.t5_bias(tbuf, 2, 2, out=np.lib.stride_tricks.as_strided(tbuf, (4, 2, 2), (4, 16, 4)))
+def hf_deberta_bucket(relative_position, bs, mp):
+    from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_position
+
+    return make_log_bucket_position(relative_position, bs, mp).to(torch.long)
+
+
+def test_deberta_bucket_float32_transcription(isa):
+    """Every distance in [-3·max_position, 3·max_position] of ~400 configurations against the scalar chain."""
+    for bs, mp in deberta_configs()[::4]:
+        d = np.arange(-3 * mp, 3 * mp + 1)
+        got = posenc.deberta_bucket(d, bucket_size=bs, max_position=mp)
+        assert got.dtype == np.int64
+        want = np.array([deberta_scalar(int(v), bs, mp) for v in d])
+        np.testing.assert_array_equal(got, want, err_msg=f"bucket_size={bs}, max_position={mp}")
+
+
+def test_deberta_float32_boundaries_differ_from_float64(isa):
+    """The float32 chain matters: at DeBERTa's own (256, 512) some buckets differ from float64 arithmetic."""
+    d = np.arange(129, 100_000)
+    float64 = 128 + np.ceil(np.log(d / 128) / np.log(511 / 128) * 127).astype(np.int64)
+    got = posenc.deberta_bucket(d)
+    differ = np.nonzero(got != float64)[0]
+    assert differ.size > 0
+    assert np.all(np.abs(got[differ] - float64[differ]) == 1)
+    np.testing.assert_array_equal(got[differ], [deberta_scalar(int(v), 256, 512) for v in d[differ]])
+
+
+def test_deberta_ties_are_the_whole_number_distances():
+    """deberta_ties lists exactly the distances whose exact value is an integer (checked with big integers)."""
+    from posenc._plans.relative import deberta_ties
+
+    for bs in range(4, 41):  # bucket_size 2, 3: mid - 1 = 0, every value is 0 exactly (times 0.0)
+        mid = bs // 2
+        for mp in range(mid + 2, 4 * bs + 3):
+            listed = {n: b for n, b in deberta_ties(mid, mp) if n <= 20 * mp}
+            found = {}
+            for n in range(mid + 1, 20 * mp + 1):
+                v = math.log(n / mid) / math.log((mp - 1) / mid) * (mid - 1)
+                t = round(v)
+                # (n / mid)^(mid - 1) == ((mp - 1) / mid)^t, in integers
+                if abs(v - t) < 1e-6 and n ** (mid - 1) * mid**t == (mp - 1) ** t * mid ** (mid - 1):
+                    found[n] = mid + t
+            assert listed == found, (bs, mp)
+
+
+@requires_torch
+def test_deberta_bucket_identical_to_transformers(backend):
+    """Transformers' own make_log_bucket_position: every distance in ±(4·max_position + 10) of the sweep,
+    and every whole-number (tie) distance below 2**62 of each configuration, both signs.
+
+    At ties the exact value is an integer; the float32 value usually lands just above it and ceil
+    gives the next bucket; Transformers does the same, and posenc must agree there as well (taking
+    the exact value, T5's rule, would differ from Transformers at hundreds of these distances).
+    """
+    pytest.importorskip("transformers")
+    from posenc._plans.relative import deberta_ties
+
+    torch.set_num_threads(2)
+    mismatches, ties_checked = [], 0
+    for bs, mp in deberta_configs():
+        ties = np.array([n for n, _ in deberta_ties(bs // 2, mp) if n < 2**62], np.int64)
+        ties_checked += ties.size
+        d = np.concatenate([np.arange(-4 * mp - 10, 4 * mp + 11), ties, -ties])
+        want = hf_deberta_bucket(torch.from_numpy(d), bs, mp).numpy()
+        got = posenc.deberta_bucket(d, bucket_size=bs, max_position=mp)
+        mismatches += [(bs, mp, int(d[i]), int(want[i]), int(got[i])) for i in np.nonzero(got != want)[0]]
+    assert ties_checked > 1000
+    assert not mismatches, mismatches[:10]
+
+
+@requires_torch
+@pytest.mark.parametrize("q, k, bs, mp", [(0, 5, 256, 512), (7, 3, 256, 512), (300, 700, 256, 512),
+                                          (64, 64, 8, 13), (50, 90, 0, 512), (20, 20, 16, -1)])
+def test_deberta_buckets_identical_to_build_relative_position(isa, q, k, bs, mp):
+    pytest.importorskip("transformers")
+    from transformers.models.deberta_v2.modeling_deberta_v2 import build_relative_position
+
+    want = build_relative_position(torch.zeros(q, 4), torch.zeros(k, 4), bucket_size=bs, max_position=mp)[0]
+    same_bits(posenc.deberta_buckets(q, k, bucket_size=bs, max_position=mp), want.numpy())
+
+
+@given(q=st.integers(0, 70), k=st.integers(0, 70), offset=st.integers(-100, 3000),
+       cfg=st.sampled_from([(256, 512), (8, 13), (2, 3 + 2), (33, 100), (0, 512), (256, -1), (1024, 4096)]),
+       use_out=st.booleans(), seed=st.integers(0, 2**31))
+def test_deberta_buckets_are_the_bucket_of_each_offset(isa, q, k, offset, cfg, use_out, seed):
+    """The block is deberta_bucket((offset + i) - j) (on native: the Toeplitz kernel against the elementwise path)."""
+    kw = dict(bucket_size=cfg[0], max_position=cfg[1])
+    out = strided_view(np.full((q, k), 7, np.int64), np.random.default_rng(seed)) if use_out else None
+    got = posenc.deberta_buckets(q, k, offset=offset, out=out, **kw)
+    if use_out:
+        assert got is out
+    assert got.dtype == np.int64 and got.shape == (q, k)
+    assert_toeplitz(got)
+    same_bits(got, posenc.deberta_bucket(-distances(q, k, offset), **kw))
+
+
+def test_deberta_bucket_extremes(isa):
+    """Far distances keep growing logarithmically with their sign; |INT64_MIN| is 2**63, no wrap-around."""
+    big = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).min + 1, -2**62, 2**62, np.iinfo(np.int64).max])
+    got = posenc.deberta_bucket(big)
+    want = [deberta_scalar(int(v), 256, 512) for v in big]
+    np.testing.assert_array_equal(got, want)
+    assert got[0] < 0 and got[0] == -got[-1] and got[2] == -got[3] and 128 < got[3] < got[4]
+
+
+def test_deberta_buckets_kv_cache_step(isa):
+    """A decoding step (q new queries, offset k - q) is the last rows of the full block."""
+    full = posenc.deberta_buckets(600, 600)
+    for q in (1, 5):
+        same_bits(posenc.deberta_buckets(q, 600, offset=600 - q), full[-q:])
+
+
+# ---------------------------------------------------------------- relative_shift (Transformer-XL / Conformer)
+
+def conformer_rel_shift(scores_bd):
+    """Transformers' Wav2Vec2ConformerSelfAttention shift (Parakeet's is checked on its own below), q = k = T:
+    pad a zero column on the left, view as [..., 2T, T], drop the first row, view back, keep T columns."""
+    *lead, t, width = scores_bd.shape
+    padded = np.concatenate([np.zeros((*lead, t, 1), scores_bd.dtype), scores_bd], axis=-1)
+    padded = padded.reshape(*lead, width + 1, t)
+    return padded[..., 1:, :].reshape(*lead, t, width)[..., : width // 2 + 1]
+
+
+def transformer_xl_rel_shift(x):
+    """Transformer-XL's original _rel_shift (kimiyoung/transformer-xl, pytorch/mem_transformer.py), on
+    x [qlen, klen, ...] whose column c scores distance klen - 1 - c; valid where j <= klen - qlen + i."""
+    zero_pad = np.zeros((x.shape[0], 1, *x.shape[2:]), x.dtype)
+    x_padded = np.concatenate([zero_pad, x], axis=1)
+    x_padded = x_padded.reshape(x.shape[1] + 1, x.shape[0], *x.shape[2:])
+    return x_padded[1:].reshape(x.shape)
+
+
+@given(lead=st.sampled_from([(), (3,), (2, 3)]), q=st.integers(0, 9), k=st.integers(0, 9),
+       dtype=st.sampled_from(FLOAT_DTYPES), seed=st.integers(0, 2**31))
+def test_relative_shift_is_the_definition(isa, lead, q, k, dtype, seed):
+    """out[..., i, j] = bd[..., i, (q - 1) - i + j], any leading axes and strides; a read-only view."""
+    assume(q + k >= 1)  # q = k = 0 has no width (-1): q = 0 with width w means k = w + 1
+    rng = np.random.default_rng(seed)
+    bd = strided_view(rng.standard_normal((*lead, q, q + k - 1)).astype(dtype), rng)
+    got = posenc.relative_shift(bd)
+    assert got.shape == (*lead, q, k) and got.dtype == bd.dtype and not got.flags.writeable
+    i, j = np.meshgrid(np.arange(q), np.arange(k), indexing="ij")
+    same_bits(got, bd[..., i, (q - 1) - i + j] if q and k else np.empty((*lead, q, k), bd.dtype))
+    if got.size:
+        assert np.shares_memory(got, bd)
+
+
+@pytest.mark.parametrize("lead, t", [((), 1), ((), 5), ((2, 4), 7)])
+def test_relative_shift_equals_the_conformer_trick(isa, lead, t):
+    bd = np.random.default_rng(t).standard_normal((*lead, t, 2 * t - 1))
+    same_bits(posenc.relative_shift(bd), conformer_rel_shift(bd))
+
+
+@pytest.mark.parametrize("q, k", [(1, 1), (3, 3), (3, 8), (4, 10), (1, 6)])
+def test_relative_shift_equals_transformer_xl_with_memory(isa, q, k):
+    """Memory of k - q keys: Transformer-XL's shift of the table's first k columns, where it is valid."""
+    rng = np.random.default_rng(q * 100 + k)
+    bd = rng.standard_normal((q, q + k - 1, 2, 3))  # Transformer-XL's layout [qlen, rlen, batch, heads]
+    want = transformer_xl_rel_shift(bd[:, :k])
+    got = np.moveaxis(posenc.relative_shift(np.moveaxis(bd, (0, 1), (-2, -1))), (-2, -1), (0, 1))
+    valid = np.arange(k)[None, :] <= (k - q) + np.arange(q)[:, None]  # causal: the rest is masked junk
+    same_bits(got[valid], want[valid])
+
+
+@requires_torch
+@pytest.mark.parametrize("t", [1, 5, 12])
+def test_relative_shift_equals_parakeets(isa, t):
+    """Transformers' Parakeet encoder attention: ``_rel_shift`` (NeMo's pad-and-reshape) then the first
+    ``t`` columns, on scores against positions t-1 .. -(t-1)."""
+    parakeet = pytest.importorskip("transformers.models.parakeet.modeling_parakeet")
+    bd = torch.randn(2, 3, t, 2 * t - 1)
+    want = parakeet.ParakeetEncoderAttention._rel_shift(None, bd)[..., :t]
+    same_bits(posenc.relative_shift(bd.numpy()), want.numpy())
+
+
+def test_relative_shift_of_a_torch_tensor_is_a_view(isa):
+    if torch is None:
+        pytest.skip("PyTorch not installed")
+    bd = torch.randn(2, 3, 4, 9)
+    got = posenc.relative_shift(bd)
+    assert got.shape == (2, 3, 4, 6) and np.shares_memory(got, bd.numpy())
+
+
+@requires_torch
+@pytest.mark.parametrize("t", [1, 6, 40])
+def test_conformer_recipe_matches_transformers(t):
+    """Transformers' Wav2Vec2Conformer relative attention: its table is sinusoidal() of descending positions
+    t-1 .. -(t-1) (interleaved), and its pad-and-reshape shift is relative_shift of the same scores.
+
+    The table bound: Transformers computes p·ω in float32 (ω by a float32 exp): the angle is off by
+    up to ~2 float32 ulps of p·ω (<= 2·t·2**-24 with ω <= 1), posenc's by one rounding of the result.
+    """
+    pytest.importorskip("transformers")
+    from transformers import Wav2Vec2ConformerConfig
+    from transformers.models.wav2vec2_conformer import modeling_wav2vec2_conformer as m
+
+    torch.manual_seed(t)
+    config = Wav2Vec2ConformerConfig(hidden_size=16, num_attention_heads=2, position_embeddings_type="relative",
+                                     max_source_positions=64)
+    hidden = torch.randn(2, t, 16)
+    pe = m.Wav2Vec2ConformerRelPositionalEmbedding(config)(hidden)  # [1, 2t - 1, 16]
+    table = posenc.sinusoidal(np.arange(t - 1, -t, -1), 16)
+    err = np.abs(pe[0].numpy().astype(np.float64) - table.astype(np.float64)).max()
+    assert err <= 4 * t * 2.0**-24 + 2.0**-23, err
+
+    attn = m.Wav2Vec2ConformerSelfAttention(config)
+    with torch.no_grad():
+        attn.pos_bias_u.normal_()
+        attn.pos_bias_v.normal_()
+        query = torch.randn(2, 2, t, 8)
+        _, position_bias = m._apply_relative_position_encoding(attn, query, query, pe)
+        proj = attn.linear_pos(pe).view(1, 2 * t - 1, 2, 8).permute(0, 2, 3, 1)
+        bd = torch.matmul(query + attn.pos_bias_v[None, :, None, :], proj)  # [2, heads, t, 2t - 1]
+    shifted = posenc.relative_shift(bd.numpy())
+    same_bits(shifted * np.float32(attn.scaling), position_bias.numpy())
+
+
+# ---------------------------------------------------------------- shifting a rotated KV cache (docs recipe)
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scaling", [None, {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}])
+@pytest.mark.parametrize("per_sequence", [False, True])
+def test_shifting_a_rotated_kv_cache(isa, dtype, scaling, per_sequence):
+    """Keys rotated at positions p, then rotated by Δ (attention_scaling=1.0: YaRN's scale was applied
+    once already), equal keys rotated at p + Δ from scratch. Δ shared ([seq]) or per sequence ([batch, seq]).
+
+    Bounds, for |x| <= 1: each rotation rounds once (float32: <= ~2 ulps of 1 per rotation, 4·2**-23
+    for two); the three float64 angles p·ω, Δ·ω, (p + Δ)·ω each round to half an ulp of their size
+    (ω <= 1), so the composition differs by up to ~1.5 ulp of the largest angle: 3·P·2**-53 with
+    P the largest position, in either dtype.
+    """
+    rng = np.random.default_rng(7)
+    k = rng.uniform(-1, 1, (2, 300, 4, 64)).astype(dtype)  # [batch, seq, heads, head_dim]
+    p = rng.integers(0, 100_000, (2, 300))
+    delta = (rng.integers(-5000, 5000, (2, 1)) if per_sequence else np.full((1, 1), -1234)) * np.ones((1, 300), int)
+    shift = delta if per_sequence else delta[0]
+    kw = {} if scaling is None else dict(scaling=scaling)
+    cached = posenc.apply_rope(k, p, **kw)
+    shifted = posenc.apply_rope(cached, shift, **kw, attention_scaling=1.0)
+    scratch = posenc.apply_rope(k, p + delta, **kw)
+    largest = int(np.abs(p + delta).max() + np.abs(p).max())
+    bound = 3 * largest * 2.0**-53 + (4 * 2.0**-23 if dtype == np.float32 else 8 * 2.0**-53)
+    err = np.abs(shifted.astype(np.float64) - scratch.astype(np.float64)).max()
+    assert err <= bound, (err, bound)
+    if scaling is not None:  # the scale applied twice is wrong by the factor: the test can tell
+        twice = posenc.apply_rope(cached, shift, **kw)
+        assert np.abs(twice.astype(np.float64) - scratch.astype(np.float64)).max() > 100 * bound
+
+
+# ---------------------------------------------------------------- folded heads (BLOOM's [batch·heads, q, k])
+
+@given(lead=st.sampled_from([(), (2,)]), batch=st.integers(1, 3), heads=st.integers(1, 4), q=st.integers(0, 6),
+       k=st.integers(0, 7), dtype=st.sampled_from(FLOAT_DTYPES), offset=st.integers(-5, 5),
+       mode=st.sampled_from(["new", "in-place", "out"]), seed=st.integers(0, 2**31))
+def test_folded_heads_equal_unfolded(isa, lead, batch, heads, q, k, dtype, offset, mode, seed):
+    """num_heads unfolds axis -3 as (batch, heads), head-minor: slope/bias of head h repeats per batch."""
+    rng = np.random.default_rng(seed)
+    scores = strided_view(rng.standard_normal((*lead, batch * heads, q, k)).astype(dtype), rng)
+    table = rng.standard_normal((32, heads)).astype(np.float32)
+    unfolded = np.ascontiguousarray(scores).reshape(*lead, batch, heads, q, k)
+    want_alibi = posenc.add_alibi(unfolded, offset=offset).reshape(scores.shape)
+    want_t5 = posenc.add_t5_bias(unfolded, table, offset=offset).reshape(scores.shape)
+    for fn, args, want in [(posenc.add_alibi, (), want_alibi), (posenc.add_t5_bias, (table,), want_t5)]:
+        x = scores.copy() if mode == "in-place" else scores
+        out = x if mode == "in-place" else strided_view(np.zeros(scores.shape, dtype), rng) if mode == "out" else None
+        got = fn(x, *args, offset=offset, num_heads=heads, out=out)
+        if out is not None:
+            assert got is out
+        assert got.shape == scores.shape
+        same_bits(got, want)
+
+
+def test_folded_heads_bloom_layout(isa):
+    """BLOOM's alibi [batch·heads, 1, k] added to scores [batch·heads, q, k]: the same softmax."""
+    batch, heads, q, k = 2, 4, 3, 6
+    scores = np.random.default_rng(0).standard_normal((batch * heads, q, k)).astype(np.float32)
+    got = posenc.add_alibi(scores, num_heads=heads, offset=k - q)
+    slopes = np.tile(posenc.alibi_slopes(heads), batch)  # head h of batch b at b·heads + h
+    want = scores + slopes[:, None, None] * (np.arange(k)[None, None, :] - (k - q + np.arange(q))[None, :, None])
+    np.testing.assert_allclose(got, want, rtol=0, atol=4e-7)
+    wrong = posenc.add_alibi(scores)  # without num_heads: 8 heads, 8 different slopes
+    assert not np.allclose(wrong, want, atol=1e-3)

@@ -22,6 +22,7 @@ import posenc
 from posenc import reference as ref
 
 from helpers import FLOAT_DTYPES, assert_close_to_float64, eps, strided_view
+from hostile import misaligned
 
 # ---------------------------------------------------------------- an independent float64 evaluation
 
@@ -207,64 +208,6 @@ def test_longrope_phi3():
     assert posenc.rope_inv_freq(96, scaling={**sc, "factor": 1.0})[1] == 1.0
 
 
-BAD_SCALINGS = [
-    ({"rope_type": "ntk"}, "rope_type"),
-    ({"type": "linear", "rope_type": "yarn", "factor": 2}, "disagree"),
-    ({"rope_type": "linear"}, "'factor'"),
-    ({"rope_type": "linear", "factor": 2, "foo": 1}, "'foo'"),
-    ({"rope_type": "linear", "factor": 0}, "'factor'"),
-    ({"rope_type": "linear", "factor": -2.0}, "'factor'"),
-    ({"rope_type": "linear", "factor": float("nan")}, "'factor'"),
-    ({"rope_type": "linear", "factor": float("inf")}, "'factor'"),
-    ({"rope_type": "linear", "factor": "2"}, "'factor'"),
-    ({"rope_type": "linear", "factor": True}, "'factor'"),
-    ({"rope_type": "linear", "factor": 2, "rope_theta": 500000.0}, "rope_theta"),
-    ({"rope_type": "linear", "factor": 2, "partial_rotary_factor": 0.5}, "partial_rotary_factor"),
-    ({"rope_type": "default", "mrope_section": [16, 24, 24]}, "mrope_section"),
-    ({"rope_type": "dynamic", "factor": 2.0}, "original_max_position_embeddings"),
-    ({"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4096, "seq_len": 1.5}, "seq_len"),
-    ({"rope_type": "yarn", "factor": 4.0}, "original_max_position_embeddings"),
-    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096, "beta_fast": 0}, "'beta_fast'"),
-    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096, "beta_fast": 1, "beta_slow": 2},
-     "beta_fast"),
-    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096, "truncate": "no"}, "truncate"),
-    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096, "mscale": -1}, "mscale"),
-    ({**LLAMA31, "low_freq_factor": 4.0}, "low_freq_factor"),
-    ({**LLAMA31, "high_freq_factor": 0.5}, "low_freq_factor"),
-    ({k: v for k, v in LLAMA31.items() if k != "high_freq_factor"}, "high_freq_factor"),
-    ({"type": "longrope", "short_factor": [1.0] * 4, "long_factor": [1.0] * 3,
-      "original_max_position_embeddings": 4096, "factor": 2.0}, "long_factor"),
-    ({"type": "longrope", "short_factor": [1.0] * 3 + [0.0], "long_factor": [1.0] * 4,
-      "original_max_position_embeddings": 4096, "factor": 2.0}, "short_factor"),
-    ({"type": "longrope", "short_factor": [1.0] * 4, "long_factor": [1.0] * 4,
-      "original_max_position_embeddings": 4096}, "factor"),
-    ({"type": "longrope", "long_factor": [1.0] * 4, "original_max_position_embeddings": 4096, "factor": 2.0},
-     "short_factor"),
-]
-
-
-@pytest.mark.parametrize("scaling,match", BAD_SCALINGS)
-def test_bad_scaling(scaling, match):
-    with pytest.raises(ValueError, match=match):
-        posenc.rope_inv_freq(8, scaling=scaling)
-    with pytest.raises(ValueError, match=match):  # nothing written either
-        x = np.full((1, 3, 1, 8), 7, np.float32)
-        posenc.apply_rope(x, scaling=scaling, out=x)
-    assert (x == 7).all()
-
-
-def test_bad_frequency_arguments():
-    with pytest.raises(ValueError, match="even"):
-        posenc.rope_inv_freq(7)
-    with pytest.raises(TypeError, match="dim"):
-        posenc.rope_inv_freq(8.0)
-    for base in (1.0, 0.0, -1.0, float("inf"), float("nan")):
-        with pytest.raises(ValueError, match="base"):
-            posenc.rope_inv_freq(8, base=base)
-    with pytest.raises(TypeError, match="scaling"):
-        posenc.rope_inv_freq(8, scaling="linear")
-
-
 # ---------------------------------------------------------------- frequencies: parity with transformers
 
 
@@ -352,7 +295,8 @@ def rope_cases(draw):
 
 
 @given(case=rope_cases())
-def test_apply_matches_exact_and_reference(isa, case):
+def test_apply_and_reference_match_exact(isa, case):
+    """The active backend (every layout, in place, strided out) and the reference against the float64 rotation."""
     rng = np.random.default_rng(case["seed"])
     x = rng.uniform(-1, 1, case["shape"]).astype(case["dtype"])
     seq, batch = case["seq"], case["batch"]
@@ -401,9 +345,6 @@ def test_apply_matches_exact_and_reference(isa, case):
         got = posenc.apply_rope(x, *args, **kw)
     assert got.shape == x.shape and got.dtype == x.dtype
     check_rotation(got, x, exact, scale, max_angle)
-    if x.dtype != np.float32:  # both rotate in float64 and round once
-        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=0,
-                                   atol=2 * eps(x.dtype) * scale + 1e-12 + 16 * np.finfo(np.float64).eps * max_angle)
 
 
 @pytest.mark.parametrize("half", [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65])
@@ -475,38 +416,30 @@ def test_float32_float16_bfloat16_bounds(isa):
         assert np.abs(got.astype(np.float64) - exact).max() < 4 * eps(dtype) + 5100 * 1e-15
 
 
-def test_thread_count_does_not_change_results(isa):
-    x = np.random.default_rng(3).standard_normal((2, 700, 8, 64)).astype(np.float32)
-    try:
-        posenc.set_num_threads(1)
-        one = posenc.apply_rope(x, offset=11)
-        posenc.set_num_threads(2)
-        np.testing.assert_array_equal(posenc.apply_rope(x, offset=11), one)
-    finally:
-        posenc.set_num_threads(None)
-
-
 # ---------------------------------------------------------------- layouts, in place, peers
 
 
 def test_fused_qkv_in_place_without_touching_v(isa):
     buf = np.random.default_rng(4).standard_normal((2, 50, 3, 4, 64)).astype(np.float32)
     before = buf.copy()
+    w = posenc.rope_inv_freq(64)[0]
     q, k = buf[:, :, 0], buf[:, :, 1]
     rq, rk = posenc.apply_rope_qk(q, k, out_q=q, out_k=k, offset=3)
     assert rq is q and rk is k
     np.testing.assert_array_equal(buf[:, :, 2], before[:, :, 2])
-    np.testing.assert_allclose(buf[:, :, 0], ref.apply_rope(before[:, :, 0], offset=3), rtol=0, atol=5e-7)
-    np.testing.assert_allclose(buf[:, :, 1], ref.apply_rope(before[:, :, 1], offset=3), rtol=0, atol=5e-7)
+    for i in (0, 1):
+        check_rotation(buf[:, :, i], before[:, :, i], exact_rope(before[:, :, i], 3 + np.arange(50), w), max_angle=53)
     np.testing.assert_array_equal(buf[:, :, 0], posenc.apply_rope(before[:, :, 0], offset=3))
     # single-tensor form, heads-first view, negative strides
     v = buf[:, ::-1, 2].transpose(0, 2, 1, 3)  # [b, h, s, d] view with a negative seq stride
-    expected = ref.apply_rope(v.copy(), seq_axis=-2)
+    exact = exact_rope(v.copy(), np.arange(50), w, seq_axis=-2)
+    x = v.copy()
     assert posenc.apply_rope(v, seq_axis=-2, out=v) is v
-    np.testing.assert_allclose(v, expected, rtol=0, atol=5e-7)
+    check_rotation(v, x, exact, max_angle=50)
 
 
 def test_apply_qk_equals_two_calls(isa):
+    """The one-pass kernel gives what two apply_rope calls give, bit for bit (and the closed form)."""
     rng = np.random.default_rng(9)
     q = rng.standard_normal((2, 33, 8, 64)).astype(np.float32)
     k = rng.standard_normal((2, 33, 2, 64)).astype(np.float32)
@@ -516,17 +449,47 @@ def test_apply_qk_equals_two_calls(isa):
         gq, gk = posenc.apply_rope_qk(q, k, pos, **kw)
         np.testing.assert_array_equal(gq, posenc.apply_rope(q, pos, **kw))
         np.testing.assert_array_equal(gk, posenc.apply_rope(k, pos, **kw))
-        rq, rk = ref.apply_rope_qk(q, k, pos, **kw)
-        np.testing.assert_allclose(gq, rq, rtol=0, atol=1e-6)
-        np.testing.assert_allclose(gk, rk, rtol=0, atol=1e-6)
+        w, a = posenc.rope_inv_freq(kw.get("rotary_dim", 64), scaling=kw.get("scaling"))
+        pairing = dict(rotary_dim=kw.get("rotary_dim"), interleaved=kw.get("interleaved", False),
+                       inverse=kw.get("inverse", False), scale=a)
+        check_rotation(gq, q, exact_rope(q, pos, w, **pairing), a, max_angle=10000)
+        check_rotation(gk, k, exact_rope(k, pos, w, **pairing), a, max_angle=10000)
+
+
+def test_apply_qk_mixed_operands_equal_two_calls(backend):
+    """q and k may differ in dtype (each rotated in its own), rank (seq_axis=-2 without heads) and head_dim
+    (with rotary_dim): the documented result is that of two apply_rope calls, exactly, on either backend."""
+    rng = np.random.default_rng(18)
+    q = rng.standard_normal((2, 7, 4, 16)).astype(np.float32)
+    for dtype in FLOAT_DTYPES:
+        k = rng.standard_normal((2, 7, 2, 16)).astype(dtype)
+        gq, gk = posenc.apply_rope_qk(q, k, offset=9)
+        assert gq.dtype == q.dtype and gk.dtype == k.dtype
+        np.testing.assert_array_equal(gq, posenc.apply_rope(q, offset=9))
+        np.testing.assert_array_equal(gk, posenc.apply_rope(k, offset=9))
+        qq, kk = q.copy(), k.copy()  # in place
+        rq, rk = posenc.apply_rope_qk(qq, kk, offset=9, out_q=qq, out_k=kk)
+        assert rq is qq and rk is kk
+        np.testing.assert_array_equal(qq, gq)
+        np.testing.assert_array_equal(kk, gk)
+    qh, kh = q.transpose(0, 2, 1, 3), rng.standard_normal((2, 7, 16)).astype(np.float32)  # [b, h, s, d], [b, s, d]
+    gq, gk = posenc.apply_rope_qk(qh, kh, offset=9, seq_axis=-2)
+    np.testing.assert_array_equal(gq, posenc.apply_rope(qh, offset=9, seq_axis=-2))
+    np.testing.assert_array_equal(gk, posenc.apply_rope(kh, offset=9, seq_axis=-2))
+    k24 = rng.standard_normal((2, 7, 1, 24)).astype(np.float32)
+    with pytest.raises(ValueError, match="rotary_dim"):
+        posenc.apply_rope_qk(q, k24)
+    gq, gk = posenc.apply_rope_qk(q, k24, rotary_dim=12)
+    np.testing.assert_array_equal(gq, posenc.apply_rope(q, rotary_dim=12))
+    np.testing.assert_array_equal(gk, posenc.apply_rope(k24, rotary_dim=12))
 
 
 def test_torch_tensor_out_in_place(isa):
     torch = pytest.importorskip("torch")
     t = torch.randn(1, 10, 2, 16)
-    expected = ref.apply_rope(t.numpy().copy(), offset=2)
+    x = t.numpy().copy()
     assert posenc.apply_rope(t.numpy(), out=t, offset=2) is t
-    np.testing.assert_allclose(t.numpy(), expected, rtol=0, atol=5e-7)
+    check_rotation(t.numpy(), x, exact_rope(x, 2 + np.arange(10), posenc.rope_inv_freq(16)[0]), max_angle=12)
 
 
 def test_against_transformers_rotate_half(isa):
@@ -577,6 +540,13 @@ def qwen_mrope_exact(x, pos3, inv_freq, section, interleaved):
     return np.concatenate([u * c - v * s, v * c + u * s], -1)
 
 
+def mrope_axes(section, interleaved):
+    """The positions axis of each pair, from the definitions (Qwen2-VL contiguous, Qwen3-VL interleaved)."""
+    if interleaved:
+        return [j % 3 if j < 3 * section[j % 3] else 0 for j in range(sum(section))]
+    return [axis for axis, n in enumerate(section) for _ in range(n)]
+
+
 @pytest.mark.parametrize("interleaved,section", [(False, (16, 24, 24)), (True, (24, 20, 20)), (False, (2, 0, 62)),
                                                  (True, (30, 17, 17))])
 def test_mrope(isa, interleaved, section):
@@ -607,8 +577,9 @@ def test_mrope(isa, interleaved, section):
     strided=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_mrope_matches_reference(isa, sections, interleaved, seq, batch, dtype, seq_axis, batch_positions, strided,
-                                 seed):
+def test_mrope_matches_reference(native_isa, sections, interleaved, seq, batch, dtype, seq_axis, batch_positions,
+                                 strided, seed):
+    """Native and reference M-RoPE against the pair-by-pair float64 rotation, and against each other."""
     rng = np.random.default_rng(seed)
     half = sum(sections)
     shape = (batch, seq, 2, 2 * half) if seq_axis == -3 else (batch, 2, seq, 2 * half)
@@ -617,11 +588,13 @@ def test_mrope_matches_reference(isa, sections, interleaved, seq, batch, dtype, 
     kw = dict(mrope_section=sections, mrope_interleaved=interleaved, seq_axis=seq_axis)
     expected = ref.apply_rope(x, pos, **kw)
     got = posenc.apply_rope(strided_view(x, rng) if strided else x, pos, **kw)
-    axes = ref._rope.mrope_pair_axes(sections, interleaved)
     g = pos if batch_positions else np.broadcast_to(pos, (3, batch, seq))
-    exact = exact_rope(x, g, posenc.rope_inv_freq(2 * half)[0], seq_axis=seq_axis, pair_axis=axes)
+    exact = exact_rope(x, g, posenc.rope_inv_freq(2 * half)[0], seq_axis=seq_axis,
+                       pair_axis=mrope_axes(sections, interleaved))
     check_rotation(got, x, exact, max_angle=3000)
-    check_rotation(expected, x, exact, max_angle=3000) if x.dtype != np.float32 else None
+    assert_close_to_float64(expected, exact, 1e-12)  # the reference rounds its float64 rotation once
+    # float32 rotates in float32 (check_rotation's bound), the others round float64 once: a few ulps apart
+    np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=0, atol=6 * eps(dtype))
 
 
 def test_mrope_against_transformers(isa):
@@ -653,29 +626,23 @@ def test_positions_from_cu_seqlens(isa):
     got = posenc.apply_rope(x, posenc.positions_from_cu_seqlens(cu))
     np.testing.assert_array_equal(got[:4], posenc.apply_rope(x[:4]))
     np.testing.assert_array_equal(got[4:], posenc.apply_rope(x[4:]))
-    for bad, exc in (([1, 3], ValueError), ([0, 3, 2], ValueError), ([0.0, 2.0], TypeError),
-                     (np.zeros((2, 2), np.int64), ValueError), ([], ValueError)):
-        with pytest.raises(exc, match="cu_seqlens"):
-            posenc.positions_from_cu_seqlens(bad)
 
 
 # ---------------------------------------------------------------- RotaryEmbedding and cos/sin
 
 
 def test_rope_cos_sin(isa):
+    """The active backend's tables and the reference's, every dtype, against a·cos(p·ω) and a·sin(p·ω)."""
     for scaling in (None, {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}):
         w, a = posenc.rope_inv_freq(64, scaling=scaling)
         for positions in (100, np.array([0, 5, 2**23, -7]), np.array([0.5, 1e6])):
-            c, s = posenc.rope_cos_sin(positions, 64, scaling=scaling, dtype=np.float64)
-            pos = np.arange(positions) if isinstance(positions, int) else positions
-            np.testing.assert_allclose(c, a * np.cos(np.multiply.outer(pos, w)), rtol=0, atol=1e-12)
-            np.testing.assert_allclose(s, a * np.sin(np.multiply.outer(pos, w)), rtol=0, atol=1e-12)
+            angles = np.multiply.outer(np.arange(positions) if isinstance(positions, int) else positions, w)
             for dtype in FLOAT_DTYPES:
-                c2, s2 = posenc.rope_cos_sin(positions, 64, scaling=scaling, dtype=dtype)
-                rc, rs = ref.rope_cos_sin(positions, 64, scaling=scaling, dtype=dtype)
-                assert c2.dtype == np.dtype(dtype)
-                assert_close_to_float64(c2, a * np.cos(np.multiply.outer(pos, w)), 1e-12)
-                assert_close_to_float64(rs, a * np.sin(np.multiply.outer(pos, w)), 1e-12)
+                for fn in (posenc.rope_cos_sin, ref.rope_cos_sin):
+                    c, s = fn(positions, 64, scaling=scaling, dtype=dtype)
+                    assert c.dtype == s.dtype == np.dtype(dtype) and c.shape == s.shape == angles.shape
+                    assert_close_to_float64(c, a * np.cos(angles), 1e-12)
+                    assert_close_to_float64(s, a * np.sin(angles), 1e-12)
 
 
 def test_rotary_embedding_module(isa):
@@ -718,96 +685,27 @@ def test_rotary_embedding_dynamic_follows_seq_len(isa):
     np.testing.assert_array_equal(rope(x[:, :5], x[:, :5])[0], posenc.apply_rope(x[:, :5], scaling=lr))
 
 
-# ---------------------------------------------------------------- bad input, reference backend
-
-
-def _overlapping(x):
-    return np.lib.stride_tricks.as_strided(x[..., 1:], shape=x.shape, strides=x.strides)
-
-
-BAD_APPLY = [
-    (lambda x: dict(x=np.zeros((1, 4, 2, 7), np.float32)), ValueError, "even"),
-    (lambda x: dict(x=x, rotary_dim=3), ValueError, "rotary_dim"),
-    (lambda x: dict(x=x, rotary_dim=10), ValueError, "rotary_dim"),
-    (lambda x: dict(x=x, rotary_dim=0), ValueError, "rotary_dim"),
-    (lambda x: dict(x=np.zeros((4, 8), np.float32)), ValueError, "x must have shape"),
-    (lambda x: dict(x=np.zeros(8, np.float32), seq_axis=-2), ValueError, "x must have shape"),
-    (lambda x: dict(x=x, seq_axis=-1), ValueError, "seq_axis"),
-    (lambda x: dict(x=x, positions=np.arange(5)), ValueError, "positions"),
-    (lambda x: dict(x=x, positions=np.zeros((3, 4))), ValueError, "positions"),
-    (lambda x: dict(x=x, positions=np.zeros((2, 2, 4))), ValueError, "positions"),
-    (lambda x: dict(x=x, positions=np.array([0, 1, np.nan, 3])), ValueError, "finite"),
-    (lambda x: dict(x=x, positions=np.array([0, 1, np.inf, 3])), ValueError, "finite"),
-    (lambda x: dict(x=x, positions=np.array(["a"] * 4)), TypeError, "positions"),
-    (lambda x: dict(x=x, positions=np.arange(4), offset=2), ValueError, "offset"),
-    (lambda x: dict(x=x, offset=1.5), TypeError, "offset"),
-    (lambda x: dict(x=np.zeros((2, 4, 2, 8), np.int32)), TypeError, "x"),
-    (lambda x: dict(x=np.zeros((2, 4, 2, 8), np.complex64)), TypeError, "x"),
-    (lambda x: dict(x=x, interleaved="yes"), TypeError, "interleaved"),
-    (lambda x: dict(x=x, inv_freq=np.ones(3)), ValueError, "inv_freq"),
-    (lambda x: dict(x=x, inv_freq=np.ones(4), scaling={"rope_type": "linear", "factor": 2}), ValueError, "inv_freq"),
-    (lambda x: dict(x=x, mrope_section=(1, 1, 1)), ValueError, "mrope_section"),
-    (lambda x: dict(x=x, mrope_section=(2, 2)), ValueError, "mrope_section"),
-    (lambda x: dict(x=x, mrope_interleaved=True), ValueError, "mrope_section"),
-    (lambda x: dict(x=x, mrope_section=(2, 1, 1), positions=np.zeros((2, 2, 4))), ValueError, "positions"),
-    (lambda x: dict(x=x, mrope_section=(2, 1, 1), positions=np.zeros((2, 4))), ValueError, "positions"),
-    (lambda x: dict(x=x, attention_scaling=float("nan")), ValueError, "attention_scaling"),
-    (lambda x: dict(x=x, base=1.0), ValueError, "base"),
-]
-
-
-@pytest.mark.parametrize("make,exc,match", BAD_APPLY)
-def test_bad_apply_leaves_out_untouched(backend, make, exc, match):
-    x = np.full((2, 4, 2, 8), 7, np.float32)
-    kw = make(x)
-    target = kw["x"] if isinstance(kw["x"], np.ndarray) and kw["x"].dtype == np.float32 else None
-    before = None if target is None else target.copy()
-    with pytest.raises(exc, match=match):
-        posenc.apply_rope(**kw, out=target)
-    if target is not None:
-        np.testing.assert_array_equal(target, before)
-
-
-def test_bad_out(backend):
-    x = np.ones((2, 4, 2, 8), np.float32)
-    for out, exc, match in [
-        (np.full((2, 4, 2, 6), 7, np.float32), ValueError, "out"),
-        (np.full((2, 4, 2, 8), 7, np.float64), TypeError, "out"),
-    ]:
-        with pytest.raises(exc, match=match):
-            posenc.apply_rope(x, out=out)
-        assert (out == 7).all()
-    ro = np.full((2, 4, 2, 8), 7, np.float32)
-    ro.flags.writeable = False
-    with pytest.raises(ValueError, match="read-only"):
-        posenc.apply_rope(x, out=ro)
-    buf = np.full((2, 4, 2, 9), 7, np.float32)
-    with pytest.raises(ValueError, match="overlaps"):
-        posenc.apply_rope(buf[..., :8], out=buf[..., 1:])
-    assert (buf == 7).all()
-    # apply_rope_qk: a bad k leaves q's out untouched too
-    q = np.full((2, 4, 2, 8), 7, np.float32)
-    with pytest.raises(ValueError, match="k"):
-        posenc.apply_rope_qk(q, np.ones((2, 5, 2, 8), np.float32), out_q=q)
-    assert (q == 7).all()
-    with pytest.raises(ValueError, match="overlaps"):
-        posenc.apply_rope_qk(q, q, out_q=q)
-    assert (q == 7).all()
-
-
 def test_misaligned_and_byteswapped(isa):
-    raw = np.zeros(4 * 2 * 5 * 8 + 1, np.uint8)
-    x = np.frombuffer(raw.data, dtype=np.float32, count=80, offset=1).reshape(2, 5, 1, 8)
-    expected = posenc.apply_rope(np.ones((2, 5, 1, 8), np.float32), offset=4)
-    np.testing.assert_allclose(expected, ref.apply_rope(np.ones((2, 5, 1, 8), np.float32), offset=4), atol=5e-7)
-    x2 = np.ones((2, 5, 1, 8), np.float32)
-    np.testing.assert_array_equal(posenc.apply_rope(x2, offset=4), expected)
-    raw2 = bytearray(4 * 80 + 1)
-    out = np.frombuffer(raw2, dtype=np.float32, count=80, offset=1).reshape(2, 5, 1, 8)
-    assert posenc.apply_rope(x2, offset=4, out=out) is out
-    np.testing.assert_array_equal(out, expected)
-    assert posenc.apply_rope(x, offset=4).shape == x.shape
-    np.testing.assert_array_equal(posenc.apply_rope(np.ones((2, 5, 1, 8), ">f4"), offset=4), expected)
+    """Misaligned and byte-swapped operands are copied once, never read differently: bit for bit the
+    aligned call's result (itself checked against the closed form), into a misaligned out and in place too."""
+    rng = np.random.default_rng(16)
+    x = rng.uniform(-1, 1, (2, 5, 3, 8)).astype(np.float32)
+    want = posenc.apply_rope(x, offset=4)
+    check_rotation(want, x, exact_rope(x, 4 + np.arange(5), posenc.rope_inv_freq(8)[0]), max_angle=10)
+    np.testing.assert_array_equal(posenc.apply_rope(misaligned(x), offset=4), want)
+    np.testing.assert_array_equal(posenc.apply_rope(x.astype(x.dtype.newbyteorder()), offset=4), want)
+    out = misaligned(np.zeros_like(x))
+    assert posenc.apply_rope(x, offset=4, out=out) is out
+    np.testing.assert_array_equal(out, want)
+    y = misaligned(x)
+    assert posenc.apply_rope(y, offset=4, out=y) is y
+    np.testing.assert_array_equal(y, want)
+    # apply_rope_qk in place on misaligned q and k (two kernel calls instead of one)
+    q, k = misaligned(x), misaligned(x[:, :, 1:2])
+    gq, gk = posenc.apply_rope_qk(q, k, offset=4, out_q=q, out_k=k)
+    assert gq is q and gk is k
+    np.testing.assert_array_equal(q, want)
+    np.testing.assert_array_equal(k, want[:, :, 1:2])
 
 
 def test_empty(isa):
@@ -815,8 +713,3 @@ def test_empty(isa):
     assert posenc.apply_rope(np.zeros((2, 0, 2, 8), np.float32)).shape == (2, 0, 2, 8)
     assert posenc.apply_rope(np.zeros((2, 3, 0, 8), np.float32)).shape == (2, 3, 0, 8)
     assert posenc.rope_cos_sin(0, 8)[0].shape == (0, 4)
-
-
-def test_reference_backend_is_used(reference_backend):
-    x = np.random.default_rng(0).standard_normal((1, 5, 2, 8)).astype(np.float32)
-    np.testing.assert_array_equal(posenc.apply_rope(x), ref.apply_rope(x))

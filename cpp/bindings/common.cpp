@@ -16,8 +16,8 @@ std::string shape_of(const py::array& a) {
 DType float_dtype(const py::array& a, const char* name) {
     const py::dtype dt = a.dtype();
     if (dt.byteorder() == '>') throw py::type_error(std::string(name) + " must be in native byte order");
-    if (dt.is(py::dtype::of<float>())) return DType::f32;
-    if (dt.is(py::dtype::of<double>())) return DType::f64;
+    if (holds<float>(a)) return DType::f32;
+    if (holds<double>(a)) return DType::f64;
     if (dt.kind() == 'f' && dt.itemsize() == 2) return DType::f16;
     if (dt.itemsize() == 2 && py::str(dt.attr("name")).cast<std::string>() == "bfloat16") return DType::bf16;
     if (dt.kind() == 'f' && dt.itemsize() == 4) return DType::f32;
@@ -40,7 +40,7 @@ std::int64_t element_stride(const py::array& a, py::ssize_t axis, const char* na
 
 const double* float64_vector(const py::array& a, std::int64_t n, const char* name) {
     // Aligned too: a misaligned view (np.frombuffer at an odd offset) is C-contiguous.
-    if (!a.dtype().is(py::dtype::of<double>()) || a.ndim() != 1 || a.shape(0) != n ||
+    if (!holds<double>(a) || a.ndim() != 1 || a.shape(0) != n ||
         !(a.flags() & py::array::c_style) || reinterpret_cast<std::uintptr_t>(a.data()) % alignof(double) != 0)
         throw std::invalid_argument(std::string(name) + " must be a contiguous float64 vector of length " +
                                     std::to_string(n) + ", got shape " + shape_of(a));

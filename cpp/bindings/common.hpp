@@ -27,6 +27,14 @@ namespace py = pybind11;
 // NumPy's largest number of dimensions (NPY_MAXDIMS, 64 since NumPy 2; 32 before).
 constexpr std::size_t kMaxDims = 64;
 
+// Whether `a` holds elements of type T. Compared by value (NumPy's EquivTypes),
+// never by identity: an unpickled array (every array a dask.distributed worker
+// receives) carries its own dtype object, equal to but not the canonical one.
+template <class T>
+bool holds(const py::array& a) {
+    return py::isinstance<py::array_t<T>>(a);
+}
+
 // The storage type of a floating array; TypeError for anything else.
 DType float_dtype(const py::array& a, const char* name);
 

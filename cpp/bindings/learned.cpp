@@ -14,7 +14,7 @@ namespace {
 
 // A contiguous int64 vector whose every value lies in [0, num_positions).
 const std::int64_t* checked_positions(const py::array& positions, std::int64_t num_positions) {
-    if (!positions.dtype().is(py::dtype::of<std::int64_t>()) || positions.ndim() != 1 ||
+    if (!holds<std::int64_t>(positions) || positions.ndim() != 1 ||
         !(positions.flags() & py::array::c_style) ||
         reinterpret_cast<std::uintptr_t>(positions.data()) % alignof(std::int64_t) != 0)
         throw std::invalid_argument("positions must be an aligned, contiguous int64 vector");
@@ -102,11 +102,11 @@ void resample(py::array src, py::array dst, py::array index, py::array weights) 
     if (dst.shape(0) != outer || dst.shape(2) != inner)
         throw std::invalid_argument("dst must match src on the outer and inner axes");
     const std::int64_t taps = index.ndim() == 2 ? index.shape(1) : 0;
-    if ((taps != 2 && taps != 4) || index.shape(0) != out_size || !index.dtype().is(py::dtype::of<std::int64_t>()) ||
+    if ((taps != 2 && taps != 4) || index.shape(0) != out_size || !holds<std::int64_t>(index) ||
         !(index.flags() & py::array::c_style))
         throw std::invalid_argument("index must be a C-contiguous int64 [out_size, 2 or 4] array");
     if (weights.ndim() != 2 || weights.shape(0) != out_size || weights.shape(1) != taps ||
-        !weights.dtype().is(py::dtype::of<double>()) || !(weights.flags() & py::array::c_style))
+        !holds<double>(weights) || !(weights.flags() & py::array::c_style))
         throw std::invalid_argument("weights must be a C-contiguous float64 array shaped like index");
     const auto* w = static_cast<const double*>(weights.data());
     const auto* j = static_cast<const std::int64_t*>(index.data());

@@ -9,6 +9,7 @@ void register_sinusoidal(pybind11::module_& m);
 void register_relative(pybind11::module_& m);
 void register_learned(pybind11::module_& m);
 void register_rope(pybind11::module_& m);
+void register_vision(pybind11::module_& m);
 void register_memory(pybind11::module_& m);
 
 }  // namespace posenc::bind

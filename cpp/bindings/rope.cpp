@@ -21,7 +21,7 @@ RopeArgs args_of(const GroupedRows& x, const std::optional<py::array>& positions
     const double* pos = nullptr;
     if (positions) {
         const py::array& p = *positions;
-        if (!p.dtype().is(py::dtype::of<double>()) || p.ndim() != 3 || !(p.flags() & py::array::c_style) ||
+        if (!holds<double>(p) || p.ndim() != 3 || !(p.flags() & py::array::c_style) ||
             p.shape(1) != x.groups() || p.shape(2) != x.rows() || p.shape(0) < 1)
             throw std::invalid_argument("positions must be a C-contiguous float64 [axes, " +
                                         std::to_string(x.groups()) + ", " + std::to_string(x.rows()) + "] array");
@@ -33,7 +33,7 @@ RopeArgs args_of(const GroupedRows& x, const std::optional<py::array>& positions
     const std::int64_t* pa = nullptr;
     if (pair_axis) {
         const py::array& p = *pair_axis;
-        if (!p.dtype().is(py::dtype::of<std::int64_t>()) || p.ndim() != 1 || p.shape(0) != half ||
+        if (!holds<std::int64_t>(p) || p.ndim() != 1 || p.shape(0) != half ||
             !(p.flags() & py::array::c_style))
             throw std::invalid_argument("pair_axis must be a contiguous int64 vector of length len(inv_freq)");
         pa = static_cast<const std::int64_t*>(p.data());

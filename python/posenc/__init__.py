@@ -9,54 +9,21 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from . import _backend, _checks
+from . import _backend, _checks, _learned, _native_exec, _relative, _rope, _sinusoidal, _vision, reference
 from ._backend import get_backend, set_backend
-from ._learned import (
-    LearnedPositionalEmbedding,
-    embedding_add,
-    embedding_grad,
-    embedding_lookup,
-    resize_table,
-    resize_table_2d,
-)
-from ._relative import (
-    add_alibi,
-    add_t5_bias,
-    alibi_bias,
-    alibi_slopes,
-    clipped_relative_positions,
-    relative_embeddings,
-    relative_positions,
-    t5_bias,
-    t5_bucket,
-    t5_buckets,
-)
-from ._rope import (
-    RotaryEmbedding,
-    apply_rope,
-    apply_rope_qk,
-    positions_from_cu_seqlens,
-    rope_cos_sin,
-    rope_inv_freq,
-)
-from ._sinusoidal import add_sinusoidal, concat_positional, sinusoidal, sinusoidal_2d, sinusoidal_3d
+from ._learned import *  # noqa: F401,F403 (each family module lists its public names in __all__)
+from ._relative import *  # noqa: F401,F403
+from ._rope import *  # noqa: F401,F403
+from ._sinusoidal import *  # noqa: F401,F403
+from ._vision import *  # noqa: F401,F403
 from ._version import __version__
-from .reference import sinusoidal_frequencies
 
 __all__ = [
     "__version__",
     # runtime
     "get_backend", "get_num_threads", "info", "set_backend", "set_num_threads",
-    # absolute: sinusoidal
-    "add_sinusoidal", "concat_positional", "sinusoidal", "sinusoidal_2d", "sinusoidal_3d", "sinusoidal_frequencies",
-    # absolute: learned
-    "LearnedPositionalEmbedding", "embedding_add", "embedding_grad", "embedding_lookup", "resize_table",
-    "resize_table_2d",
-    # rotary
-    "RotaryEmbedding", "apply_rope", "apply_rope_qk", "positions_from_cu_seqlens", "rope_cos_sin", "rope_inv_freq",
-    # relative positions
-    "add_alibi", "add_t5_bias", "alibi_bias", "alibi_slopes", "clipped_relative_positions",
-    "relative_embeddings", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets",
+    # the families, each module's public names
+    *_sinusoidal.__all__, *_learned.__all__, *_rope.__all__, *_relative.__all__, *_vision.__all__,
 ]
 
 

@@ -17,7 +17,6 @@ import numpy as np
 
 
 class TableKind(NamedTuple):
-    needs: str  # the posenc function that builds it (absent: the family is not in this build)
     describe: str
     build: Callable[[Any, argparse.Namespace], Any]
 
@@ -28,31 +27,31 @@ def _scaling(args: argparse.Namespace) -> Optional[Dict[str, Any]]:
 
 TABLES: Dict[str, TableKind] = {
     "sinusoidal": TableKind(
-        "sinusoidal", "[length, dim] sin/cos (interleaved; --split: sines then cosines)",
+        "[length, dim] sin/cos (interleaved; --split: sines then cosines)",
         lambda pe, a: pe.sinusoidal(a.length, a.dim, base=a.base, dtype=a.dtype, interleaved=not a.split)),
     "sinusoidal_2d": TableKind(
-        "sinusoidal_2d", "[length, width, dim] image grid",
+        "[length, width, dim] image grid",
         lambda pe, a: pe.sinusoidal_2d(a.length, a.width or a.length, a.dim, base=a.base, dtype=a.dtype)),
     "sinusoidal_3d": TableKind(
-        "sinusoidal_3d", "[depth, length, width, dim] video/volume grid",
+        "[depth, length, width, dim] video/volume grid",
         lambda pe, a: pe.sinusoidal_3d(a.depth, a.length, a.width or a.length, a.dim, base=a.base, dtype=a.dtype)),
     "rope": TableKind(
-        "rope_cos_sin", "[2, length, dim/2]: cos then sin of every rotation angle (--scaling JSON)",
+        "[2, length, dim/2]: cos then sin of every rotation angle (--scaling JSON)",
         lambda pe, a: np.stack(pe.rope_cos_sin(a.length, a.dim, base=a.base, scaling=_scaling(a), dtype=a.dtype))),
     "rope_inv_freq": TableKind(
-        "rope_inv_freq", "[dim/2] float64 frequencies of a scaling scheme (--scaling JSON)",
+        "[dim/2] float64 frequencies of a scaling scheme (--scaling JSON)",
         lambda pe, a: pe.rope_inv_freq(a.dim, base=a.base, scaling=_scaling(a))[0]),
     "alibi": TableKind(
-        "alibi_bias", "[heads, length, length] ALiBi bias (causal)",
+        "[heads, length, length] ALiBi bias (causal)",
         lambda pe, a: pe.alibi_bias(a.heads, a.length, a.length, dtype=a.dtype)),
     "t5_buckets": TableKind(
-        "t5_buckets", "[length, length] int32 T5 bucket of every (query, key)",
+        "[length, length] int32 T5 bucket of every (query, key)",
         lambda pe, a: pe.t5_buckets(a.length, a.length)),
     "relative": TableKind(
-        "relative_positions", "[length, length] int64 key minus query position",
+        "[length, length] int64 key minus query position",
         lambda pe, a: pe.relative_positions(a.length, a.length)),
     "learned": TableKind(
-        "LearnedPositionalEmbedding", "[length, dim] learned table at its initialisation (--seed)",
+        "[length, dim] learned table at its initialisation (--seed)",
         lambda pe, a: pe.LearnedPositionalEmbedding(a.length, a.dim, seed=a.seed, dtype=a.dtype).weight),
 }
 
@@ -68,12 +67,6 @@ def _dtype(name: str) -> Any:
     return np.dtype(name)
 
 
-def _missing(name: str) -> Optional[str]:
-    import posenc
-
-    return None if hasattr(posenc, name) else f"posenc.{name} is not in this build of posenc {posenc.__version__}"
-
-
 def _info(args: argparse.Namespace) -> int:
     import posenc
 
@@ -84,12 +77,7 @@ def _info(args: argparse.Namespace) -> int:
 def _table(args: argparse.Namespace) -> int:
     import posenc
 
-    kind = TABLES[args.kind]
-    missing = _missing(kind.needs)
-    if missing:
-        print(f"posenc table {args.kind}: {missing}", file=sys.stderr)
-        return 2
-    table = np.asarray(kind.build(posenc, args))
+    table = np.asarray(TABLES[args.kind].build(posenc, args))
     np.save(args.output, table)
     print(f"wrote {args.output}: {args.kind} {list(table.shape)} {table.dtype}")
     return 0
@@ -101,7 +89,7 @@ def _plot(args: argparse.Namespace) -> int:
     settings = _compare.Settings(length=args.length, dim=args.dim, heads=args.heads)
     try:
         paths = _plot.plot(args.kind, args.output, args.figure, settings)
-    except (_plot.MissingMatplotlib, LookupError, ValueError) as exc:
+    except (_plot.MissingMatplotlib, ValueError) as exc:
         print(f"posenc plot: {exc}", file=sys.stderr)
         return 2
     for path in paths:
@@ -148,6 +136,13 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _encoding_size_arguments(command: argparse.ArgumentParser) -> None:
+    """--length, --dim, --heads: the encodings that plot and compare measure (posenc._compare.Settings)."""
+    command.add_argument("--length", type=int, default=512, help="the training length L (default 512)")
+    command.add_argument("--dim", type=int, default=64)
+    command.add_argument("--heads", type=int, default=8)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="posenc", description="Transformer positional encodings for NumPy.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -171,23 +166,20 @@ def parser() -> argparse.ArgumentParser:
     table.add_argument("-o", "--output", default="table.npy")
     table.set_defaults(run=_table)
 
-    from ._plot import FIGURES, KINDS
+    from ._plot import FIGURES, KINDS, VISION_KINDS
 
     plot = sub.add_parser("plot", help="PNG figures: table heatmap, similarity vs distance, RoPE spectrum")
-    plot.add_argument("kind", choices=list(KINDS) + ["all"], metavar="KIND",
-                      help=f"one of {', '.join(KINDS)}, or all (every similarity curve in one figure)")
+    plot.add_argument("kind", choices=list(KINDS) + list(VISION_KINDS) + ["all"], metavar="KIND",
+                      help=f"one of {', '.join(list(KINDS) + list(VISION_KINDS))}, or all (every similarity "
+                           "curve in one figure); swin and detr have the heatmap only")
     plot.add_argument("-o", "--output", default=None,
                       help="the PNG (several figures: FILE's stem + _heatmap/_similarity/_spectrum); default KIND.png")
     plot.add_argument("--figure", default="all", choices=list(FIGURES) + ["all"])
-    plot.add_argument("--length", type=int, default=512)
-    plot.add_argument("--dim", type=int, default=64)
-    plot.add_argument("--heads", type=int, default=8)
+    _encoding_size_arguments(plot)
     plot.set_defaults(run=_plot)
 
     compare = sub.add_parser("compare", help="properties of the encodings side by side (computed)")
-    compare.add_argument("--length", type=int, default=512, help="the training length L (default 512)")
-    compare.add_argument("--dim", type=int, default=64)
-    compare.add_argument("--heads", type=int, default=8)
+    _encoding_size_arguments(compare)
     compare.add_argument("--seed", type=int, default=0)
     compare.add_argument("--only", nargs="*", default=None, help="encodings whose name contains one of these")
     compare.add_argument("--markdown", action="store_true", help="a Markdown table")

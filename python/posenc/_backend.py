@@ -11,11 +11,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Callable, Optional
-
-import numpy as np
-
-from . import _checks
+from typing import Optional
 
 __all__ = ["BACKENDS", "get_backend", "native", "set_backend", "use_native"]
 
@@ -93,18 +89,3 @@ def get_backend() -> str:
 
 def use_native() -> bool:
     return _current == "native"
-
-
-def kernel_target(target: Optional[np.ndarray], shape: Any, dtype: np.dtype) -> np.ndarray:
-    """Where a kernel writes: the caller's ``out`` itself, or a new array if there is none."""
-    return np.empty(shape, dtype) if target is None else target
-
-
-def run_into(target: np.ndarray, kernel: Callable[[np.ndarray], object]) -> None:
-    """Run ``kernel(dest)`` so that it writes ``target``, via an aligned twin if needed."""
-    if _checks.aligned(target):
-        kernel(target)
-    else:  # a misaligned view (e.g. np.frombuffer at an odd offset): compute, then copy once
-        twin = np.empty(target.shape, target.dtype)
-        kernel(twin)
-        target[...] = twin

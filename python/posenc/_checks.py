@@ -9,9 +9,10 @@ or shape. Nothing here writes to user memory, so a failed check leaves every
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -35,17 +36,21 @@ FLOAT_DTYPES: Tuple[np.dtype, ...] = tuple(
     np.dtype(t) for t in (np.float32, np.float64, np.float16)
 ) + ((BFLOAT16,) if BFLOAT16 is not None else ())
 
+_NATIVE_FLOAT_DTYPES = frozenset(FLOAT_DTYPES)  # dtypes compare (and hash) with their byte order
 _MAX_BYTES = np.iinfo(np.intp).max
 
 
 def integer(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None) -> int:
     """``operator.index(value)``: ints and integer scalars, never floats or bools."""
-    if isinstance(value, (bool, np.bool_)):
+    if type(value) is int:  # the common case first (bool is a subclass, not this type)
+        result = value
+    elif isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, got a bool")
-    try:
-        result = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+    else:
+        try:
+            result = operator.index(value)
+        except TypeError:
+            raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
     if minimum is not None and result < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {result}")
     if maximum is not None and result > maximum:
@@ -60,6 +65,8 @@ MAX_EXACT_POSITION = 2**53
 
 def offset(value: Any, count: int, name: str = "offset") -> int:
     """A first position: an integer such that ``value + k`` for k < count stays exact in float64."""
+    if value == 0 and type(value) is int:  # the default: nothing to check
+        return 0
     result = integer(value, name)
     if abs(result) > MAX_EXACT_POSITION or abs(result + max(count - 1, 0)) > MAX_EXACT_POSITION:
         raise ValueError(f"{name} must keep positions within +-2**53 (exact in float64), got {result} "
@@ -69,9 +76,12 @@ def offset(value: Any, count: int, name: str = "offset") -> int:
 
 def real(value: Any, name: str, *, positive: bool = False) -> float:
     """A finite real number (bools refused)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if type(value) is float:  # the common case first
+        result = value
+    elif isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    result = float(value)
+    else:
+        result = float(value)
     if not math.isfinite(result):
         raise ValueError(f"{name} must be finite, got {result}")
     if positive and result <= 0:
@@ -100,12 +110,42 @@ def choice(value: Any, name: str, options: Sequence[str]) -> str:
     return value
 
 
-def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
-    """A floating result dtype posenc computes in."""
+def boolean(value: Any, name: str) -> bool:
+    """A bool or NumPy bool (a truthy string or 1 is not True)."""
+    if value is True or value is False:
+        return value
+    if not isinstance(value, np.bool_):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return bool(value)
+
+
+def length(value: Any, name: str) -> int:
+    """A count of positions (a sequence length): 0 <= n <= 2**53, so every position is exact in float64."""
+    n = integer(value, name, minimum=0)
+    if n > MAX_EXACT_POSITION:
+        raise ValueError(f"{name} must be <= 2**53, got {n}")
+    return n
+
+
+def int_dtype(value: Any, name: str = "dtype") -> np.dtype:
+    """A signed integer result dtype in native byte order."""
+    dt = _dtype(value, name)
+    if dt.kind != "i" or not dt.isnative:
+        raise TypeError(f"{name} must be a signed integer dtype in native byte order, got {dt}")
+    return dt
+
+
+def _dtype(value: Any, name: str) -> np.dtype:
     try:
-        dt = np.dtype(value)
+        dt: np.dtype = np.dtype(value)
+        return dt
     except (TypeError, ValueError, SyntaxError):  # np.dtype(",") raises SyntaxError (found by the fuzzer)
         raise TypeError(f"{name} must be a NumPy dtype, got {value!r}") from None
+
+
+def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
+    """A floating result dtype posenc computes in."""
+    dt = _dtype(value, name)
     if dt.newbyteorder("=") not in FLOAT_DTYPES or dt.byteorder not in "=|" + _native_order():
         supported = ", ".join(str(d) for d in FLOAT_DTYPES)
         raise TypeError(f"{name} must be one of {supported}, got {dt}")
@@ -129,35 +169,52 @@ def as_array(value: Any, name: str) -> np.ndarray:
     try:
         return np.asarray(value)
     except Exception as exc:  # noqa: BLE001 - re-raised with the argument's name
-        view = _torch_bfloat16(value)
+        view = _torch_bfloat16(value, name)
         if view is not None:
             return view
         raise TypeError(f"{name} must be array-like, got {type(value).__name__}: {exc}") from None
 
 
-def _torch_bfloat16(value: Any) -> Optional[np.ndarray]:
+def _torch_bfloat16(value: Any, name: str) -> Optional[np.ndarray]:
     """A CPU ``torch.bfloat16`` tensor as an ml_dtypes bfloat16 view of its memory (no copy).
 
     Neither NumPy's ``__array__`` path nor its DLPack import knows bfloat16;
     the tensor's bits are read as int16 and reinterpreted.
     """
-    if BFLOAT16 is None or type(value).__module__.split(".")[0] != "torch":
+    if type(value).__module__.split(".")[0] != "torch":
         return None
     import torch
 
     if not isinstance(value, torch.Tensor) or value.dtype != torch.bfloat16 or value.device.type != "cpu":
         return None
+    if BFLOAT16 is None:  # the feature needs ml_dtypes: say so rather than fail on NumPy's message
+        raise TypeError(f"{name} is a torch.bfloat16 tensor, which needs ml_dtypes: pip install 'posenc[bfloat16]'")
     return np.asarray(value.detach().view(torch.int16).numpy()).view(BFLOAT16)
 
 
 def float_array(value: Any, name: str) -> np.ndarray:
     """A floating array, in native byte order (byte-swapped input is converted)."""
+    if type(value) is np.ndarray and value.dtype in _NATIVE_FLOAT_DTYPES:  # the common case first
+        return value
     arr = as_array(value, name)
     if arr.dtype.newbyteorder("=") not in FLOAT_DTYPES:
         supported = ", ".join(str(d) for d in FLOAT_DTYPES)
         raise TypeError(f"{name} must have a floating dtype ({supported}), got {arr.dtype}")
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr
+
+
+def integer_array(value: Any, name: str) -> np.ndarray:
+    """An array of integers of any shape and integer dtype; floats and bools are a TypeError.
+
+    An empty sequence (``[]``, which NumPy reads as float64) is an empty int64 array.
+    """
+    arr = as_array(value, name)
+    if arr.dtype.kind not in "iu":
+        if arr.size == 0 and not isinstance(value, np.ndarray) and arr.dtype.kind == "f":
+            return arr.astype(np.int64)
+        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
     return arr
 
 
@@ -189,6 +246,34 @@ def result_size(shape: Sequence[int], dtype: np.dtype, name: str) -> None:
         total *= extent
     if total > _MAX_BYTES:
         raise ValueError(f"{name} of shape {tuple(shape)} and dtype {dtype} would need {total} bytes")
+
+
+class Out(NamedTuple):
+    """A caller's ``out``: the ndarray view executors write, and the object to return as passed."""
+
+    array: np.ndarray
+    given: Any
+
+
+# Out's constructor without NamedTuple's keyword handling (a tiny call builds one on every in-place call).
+_new_out = functools.partial(tuple.__new__, Out)
+
+
+def out_target(
+    out: Any,
+    shape: Sequence[int],
+    dtype: np.dtype,
+    inputs: Sequence[Tuple[np.ndarray, str]] = (),
+    name: str = "out",
+) -> Optional[Out]:
+    """:func:`output` as an :class:`Out` record (None if ``out`` is None)."""
+    if out is None:
+        return None
+    if inputs and out is inputs[0][0]:
+        flags = out.flags
+        if flags.writeable and (flags.c_contiguous or flags.f_contiguous):
+            return _new_out((out, out))  # in place on the (contiguous) input itself: nothing can go wrong
+    return _new_out((output(out, shape, dtype, inputs, name), out))
 
 
 def output(
@@ -270,35 +355,7 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
         return True
 
 
-def aligned(arr: np.ndarray) -> bool:
-    """Whether the kernels can address ``arr`` element by element.
-
-    NumPy's ALIGNED flag covers the data pointer and every stride; for the
-    float types posenc handles the alignment equals the itemsize.
-    """
-    return bool(arr.flags.aligned)
-
-
-def round_once(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """float64 ``values`` rounded to ``dtype`` once, to nearest even (what the kernels' store does).
-
-    NumPy rounds float64 to float32 and float16 directly. ml_dtypes rounds
-    float64 to bfloat16 through float32, which can round twice (1 + 2^-8 +
-    2^-30 becomes 1, not 1 + 2^-7). So bfloat16 goes through float32 rounded
-    *to odd* (truncate, then set the last bit if anything was dropped), after
-    which one round-to-nearest to bfloat16 is exact (Boldo & Melquiond,
-    "Emulation of FMA and correctly rounded sums: proved algorithms using
-    rounding to odd", 2008). Only the reference backend uses this.
-    """
-    dtype = np.dtype(dtype)
-    with np.errstate(over="ignore"):  # past the dtype's range is ±inf, as the kernels give it
-        if not is_bfloat16(dtype):
-            return values.astype(dtype)
-        f = values.astype(np.float32)
-    wide = f.astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        inexact = (wide != values) & ~np.isnan(values)
-        over = inexact & (np.abs(wide) > np.abs(values))
-    f[over] = np.nextafter(f[over], np.float32(0))
-    f.view(np.uint32)[inexact] |= np.uint32(1)
-    return f.astype(dtype)
+def disjoint(a: np.ndarray, a_name: str, b: np.ndarray, b_name: str) -> None:
+    """Refuse two operands that may share memory (an ``out`` and another call's operand, or two outs)."""
+    if _overlap(a, b):
+        raise ValueError(f"{a_name} overlaps {b_name}")

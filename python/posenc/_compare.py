@@ -71,13 +71,10 @@ class Encoding:
 
     ``vectors(positions)`` returns ``[n, dim]`` float64 (position-vector kinds);
     ``bias(q_len, k_len, offset)`` returns ``[heads, q, k]`` float64 (bias kinds).
-    ``needs`` names the posenc functions it calls: when one is missing (a
-    family not built into this install), the row is skipped with a note.
     """
 
     name: str
     kind: str  # "vector" or "bias"
-    needs: Sequence[str]
     note: str
     vectors: Optional[Callable[[NDArray[np.int64]], Array]] = None
     bias: Optional[Callable[[int, int, int], Array]] = None
@@ -102,7 +99,6 @@ class Result:
     drift: float = float("nan")
     unseen: float = float("nan")
     similarity: List[float] = field(default_factory=list)
-    skipped: Optional[str] = None
 
 
 def triangle(positions: NDArray[Any], dim: int, base: float = 10000.0) -> Array:
@@ -122,9 +118,7 @@ def triangle(positions: NDArray[Any], dim: int, base: float = 10000.0) -> Array:
 
 def encodings(s: Settings) -> List[Encoding]:
     """The encodings compared, in table order."""
-    import posenc as _posenc
-
-    posenc: Any = _posenc  # a family may be absent from a build: its functions are looked up when called
+    import posenc
 
     rng = np.random.default_rng(s.seed)
     query = np.ones(s.dim) / np.sqrt(s.dim)  # a fixed unit query: RoPE rotates it to each position
@@ -153,21 +147,30 @@ def encodings(s: Settings) -> List[Encoding]:
     def t5(q: int, k: int, offset: int) -> Array:
         return np.asarray(posenc.t5_bias(t5_table, q, k, offset=offset), np.float64)
 
+    deberta_table = rng.standard_normal((512, s.heads))  # DeBERTa's 2·att_span relative rows, random init
+
+    def deberta(q: int, k: int, offset: int) -> Array:
+        # DeBERTa v2/v3 c2p index: clamp(bucket(query - key) + att_span, 0, 2·att_span - 1), att_span 256
+        index = np.clip(posenc.deberta_buckets(q, k, offset=offset) + 256, 0, 511)
+        return np.ascontiguousarray(np.moveaxis(deberta_table[index], -1, 0))
+
     return [
-        Encoding("sinusoidal", "vector", ["sinusoidal"], "sin/cos interleaved (Vaswani)", vectors=sinusoidal(True)),
-        Encoding("sinusoidal split", "vector", ["sinusoidal"], "sines then cosines (Transformer-XL)",
+        Encoding("sinusoidal", "vector", "sin/cos interleaved (Vaswani)", vectors=sinusoidal(True)),
+        Encoding("sinusoidal split", "vector", "sines then cosines (Transformer-XL)",
                  vectors=sinusoidal(False)),
-        Encoding("triangle waves", "vector", [], "same frequencies, piecewise-linear waves",
+        Encoding("triangle waves", "vector", "same frequencies, piecewise-linear waves",
                  vectors=lambda p: triangle(p, s.dim)),
-        Encoding("learned (init)", "vector", ["LearnedPositionalEmbedding"], "N(0, 0.02²) table of L rows",
+        Encoding("learned (init)", "vector", "N(0, 0.02²) table of L rows",
                  vectors=learned),
-        Encoding("RoPE", "vector", ["apply_rope"], "unit query rotated to p (base 10000)", vectors=rope),
-        Encoding("RoPE + YaRN x4", "vector", ["apply_rope"],
+        Encoding("RoPE", "vector", "unit query rotated to p (base 10000)", vectors=rope),
+        Encoding("RoPE + YaRN x4", "vector",
                  "YaRN (factor 4, original length L) at inference on a model trained with plain RoPE",
                  vectors=lambda p: rope(p, yarn), trained=rope),
-        Encoding("ALiBi", "bias", ["alibi_bias"], f"{s.heads} heads, causal", bias=alibi, causal=True),
-        Encoding("T5 (init)", "bias", ["t5_bias"], f"32 buckets, max_distance 128, N(0, 1) table, {s.heads} heads",
+        Encoding("ALiBi", "bias", f"{s.heads} heads, causal", bias=alibi, causal=True),
+        Encoding("T5 (init)", "bias", f"32 buckets, max_distance 128, N(0, 1) table, {s.heads} heads",
                  bias=t5),
+        Encoding("DeBERTa (init)", "bias",
+                 f"log buckets (256, 512) into an N(0, 1) [512, {s.heads}] table (its c2p index)", bias=deberta),
     ]
 
 
@@ -263,19 +266,14 @@ def _measure_bias(enc: Encoding, s: Settings, result: Result) -> None:
 
 
 def compare(settings: Optional[Settings] = None, only: Optional[Sequence[str]] = None) -> List[Result]:
-    """Compute every property for every encoding (skipping those whose functions are missing)."""
-    import posenc
-
+    """Compute every property for every encoding."""
     s = settings or Settings()
     results = []
     for enc in encodings(s):
         if only and not any(o.lower() in enc.name.lower() for o in only):
             continue
         result = Result(enc.name, enc.kind, enc.note)
-        missing = [name for name in enc.needs if not hasattr(posenc, name)]
-        if missing:
-            result.skipped = f"posenc.{missing[0]} is not in this build"
-        elif enc.kind == "vector":
+        if enc.kind == "vector":
             _measure_vectors(enc, s, result)
         else:
             _measure_bias(enc, s, result)
@@ -296,9 +294,6 @@ def rows(results: Sequence[Result], length: int) -> List[List[str]]:
               f"min dist <{4 * length}", "drift", "unseen"]
     out = [header]
     for r in results:
-        if r.skipped:
-            out.append([r.name, "skipped"] + [""] * (len(header) - 2))
-            continue
         decay = "yes" if r.decays else f"no (d={r.first_rise})"
         defined = "yes" if r.defined_beyond else f"no ({r.beyond_note})"
         out.append([r.name, _fmt(r.min_dist), decay, _fmt(r.shift_residual), defined, _fmt(r.min_dist_beyond),
@@ -328,5 +323,5 @@ def run(settings: Settings, markdown: bool = False, as_json: bool = False, only:
           file=stream)
     print(render(rows(results, settings.length), markdown), file=stream)
     for r in results:
-        print(f"  {r.name}: " + (f"skipped, {r.skipped}" if r.skipped else r.note), file=stream)
+        print(f"  {r.name}: {r.note}", file=stream)
     return results

@@ -1,4 +1,10 @@
-"""Learned positional embeddings: lookup, the fused add, the deterministic gradient, resizing."""
+"""Learned positional embeddings: lookup, the fused add, the deterministic gradient, resizing.
+
+Each public function is its plan builder (see ``posenc._api``): it checks
+every argument once and returns a plan of ``posenc._plans.learned``, which
+the active backend's executor computes. :class:`LearnedPositionalEmbedding`
+holds a table and calls these functions.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +12,18 @@ from typing import Any
 
 import numpy as np
 
-from . import _backend, _checks
+from . import _checks
+from ._api import entry
+from ._plans.learned import (RESIZE_1D_METHODS, RESIZE_2D_METHODS, EmbeddingAdd, EmbeddingGrad, EmbeddingLookup,
+                             check_range, flat_positions, refuse_table_overlap, resize_plan, table_array,
+                             trailing_positions)
 from ._sinusoidal import sinusoidal
-from .reference import _learned as ref
+
+__all__ = ["LearnedPositionalEmbedding", "embedding_add", "embedding_grad", "embedding_lookup", "resize_table",
+           "resize_table_2d"]
 
 
-def _rows_view(a: np.ndarray) -> np.ndarray:
-    """``a`` with at least two axes (a leading one added to a single row), as the kernels take it."""
-    return a[np.newaxis] if a.ndim < 2 else a
-
-
-def _aligned(a: np.ndarray) -> np.ndarray:
-    return a if _checks.aligned(a) else a.copy()
-
-
+@entry
 def embedding_lookup(table: Any, positions: Any, *, out: Any = None) -> Any:
     """Rows of a position table: ``table[positions]``.
 
@@ -46,15 +50,17 @@ def embedding_lookup(table: Any, positions: Any, *, out: Any = None) -> Any:
     >>> posenc.embedding_lookup(table, [[3, 0]]).tolist()
     [[[9.0, 10.0, 11.0], [0.0, 1.0, 2.0]]]
     """
-    if not _backend.use_native():
-        return ref.embedding_lookup(table, positions, out=out)
-    plan = ref._plan_lookup(table, positions, out)
-    tab = _aligned(plan.table)
-    target = _backend.kernel_target(plan.out, plan.shape, tab.dtype)
-    _backend.run_into(target, lambda dest: _backend.native.embedding_lookup(tab, plan.positions, _rows_view(dest)))
-    return target if out is None else out
+    tab = table_array(table)
+    pos = _checks.integer_array(positions, "positions")
+    check_range(pos, tab.shape[0])
+    shape = tuple(pos.shape) + (tab.shape[1],)
+    _checks.result_size(shape, tab.dtype, "the result")
+    target = _checks.out_target(out, shape, tab.dtype)
+    refuse_table_overlap(target, tab)
+    return EmbeddingLookup(tab, flat_positions(pos), shape, target)
 
 
+@entry
 def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any:
     """``x + table[positions]``, fused: the looked-up rows are never materialised.
 
@@ -91,18 +97,23 @@ def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any
     >>> x[1].tolist()
     [[31.0, 41.0], [11.0, 21.0]]
     """
-    if not _backend.use_native():
-        return ref.embedding_add(x, table, positions, out=out)
-    plan = ref._plan_add(x, table, positions, out)
-    xa, tab = _aligned(plan.x), _aligned(plan.table)
-    target = _backend.kernel_target(plan.out, xa.shape, xa.dtype)
-    _backend.run_into(
-        target,
-        lambda dest: _backend.native.embedding_add(_rows_view(xa), tab, plan.positions, _rows_view(dest)),
-    )
-    return target if out is None else out
+    xa = _checks.float_array(x, "x")
+    if xa.ndim < 1:
+        raise ValueError("x must have shape [..., dim], got a scalar")
+    tab = table_array(table)
+    if tab.dtype != xa.dtype:
+        raise TypeError(f"table and x must have the same dtype, got table {tab.dtype} and x {xa.dtype}")
+    if tab.shape[1] != xa.shape[-1]:
+        raise ValueError(f"x has {xa.shape[-1]} features but table rows have {tab.shape[1]}")
+    pos = _checks.integer_array(positions, "positions")
+    trailing_positions(pos, tuple(xa.shape[:-1]), "x")
+    check_range(pos, tab.shape[0])
+    target = _checks.out_target(out, xa.shape, xa.dtype, [(xa, "x")])
+    refuse_table_overlap(target, tab)
+    return EmbeddingAdd(xa, tab, flat_positions(pos), tuple(pos.shape), target)
 
 
+@entry
 def embedding_grad(grad: Any, positions: Any, num_positions: int) -> Any:
     """The gradient of a position table: scatter-add of ``grad``'s rows into their positions.
 
@@ -144,29 +155,20 @@ def embedding_grad(grad: Any, positions: Any, num_positions: int) -> Any:
     >>> posenc.embedding_grad(g, [0, 2, 0], 4).tolist()
     [[4.0, 4.0], [0.0, 0.0], [2.0, 2.0], [0.0, 0.0]]
     """
-    if not _backend.use_native():
-        return ref.embedding_grad(grad, positions, num_positions)
-    plan = ref._plan_grad(grad, positions, num_positions)
-    result = np.empty(plan.shape, plan.grad.dtype)
-    if result.size:
-        _backend.native.embedding_grad(_rows_view(_aligned(plan.grad)), plan.positions, result)
-    return result
+    ga = _checks.float_array(grad, "grad")
+    if ga.ndim < 1:
+        raise ValueError("grad must have shape [..., dim], got a scalar")
+    n = _checks.integer(num_positions, "num_positions", minimum=0)
+    pos = _checks.integer_array(positions, "positions")
+    trailing_positions(pos, tuple(ga.shape[:-1]), "grad")
+    check_range(pos, n)
+    shape = (n, ga.shape[-1])
+    _checks.result_size(shape, ga.dtype, "the gradient")
+    return EmbeddingGrad(ga, flat_positions(pos), shape)
 
 
-def _resample_native(values: np.ndarray, axis: int, out_size: int, method: str, dtype: Any) -> np.ndarray:
-    """``values`` resampled along ``axis`` by the native kernel, into a new array of ``dtype``."""
-    src = np.ascontiguousarray(_aligned(values))
-    index, weights = ref.resample_taps(src.shape[axis], out_size, method)
-    outer, inner = int(np.prod(src.shape[:axis])), int(np.prod(src.shape[axis + 1:]))
-    dst = np.empty(src.shape[:axis] + (out_size,) + src.shape[axis + 1:], dtype)
-    _backend.native.resample(
-        src.reshape(outer, src.shape[axis], inner), dst.reshape(outer, out_size, inner),
-        np.ascontiguousarray(index, np.int64), np.ascontiguousarray(weights, np.float64),
-    )
-    return dst
-
-
-def resize_table(table: Any, new_length: int, method: str = "linear") -> np.ndarray:
+@entry
+def resize_table(table: Any, new_length: int, method: str = "linear") -> Any:
     """Resample a ``[length, dim]`` position table to ``new_length`` rows.
 
     Half-pixel centres (``align_corners=False``), as
@@ -197,15 +199,17 @@ def resize_table(table: Any, new_length: int, method: str = "linear") -> np.ndar
     >>> posenc.resize_table(np.array([[0.0], [4.0]]), 4).ravel().tolist()
     [0.0, 1.0, 3.0, 4.0]
     """
-    if not _backend.use_native():
-        return ref.resize_table(table, new_length, method)
-    tab, n, method = ref._plan_resize_1d(table, new_length, method)
-    if n == tab.shape[0]:
-        return tab.copy()
-    return _resample_native(tab, 0, n, method, tab.dtype)
+    tab = table_array(table)
+    n = _checks.integer(new_length, "new_length", minimum=1)
+    method = _checks.choice(method, "method", RESIZE_1D_METHODS)
+    if tab.shape[0] == 0:
+        raise ValueError("table has no rows to resample")
+    _checks.result_size((n, tab.shape[1]), tab.dtype, "the resized table")
+    return resize_plan(tab, sizes=(n,), method=method)
 
 
-def resize_table_2d(grid: Any, new_height: int, new_width: int, method: str = "bicubic") -> np.ndarray:
+@entry
+def resize_table_2d(grid: Any, new_height: int, new_width: int, method: str = "bicubic") -> Any:
     """Resample a ``[height, width, dim]`` grid of position embeddings (a ViT at a new resolution).
 
     Matches ``torch.nn.functional.interpolate(grid.permute(2, 0, 1)[None],
@@ -237,15 +241,14 @@ def resize_table_2d(grid: Any, new_height: int, new_width: int, method: str = "b
     >>> out.shape, bool((out == 1).all())
     ((16, 16, 8), True)
     """
-    if not _backend.use_native():
-        return ref.resize_table_2d(grid, new_height, new_width, method)
-    g, h, w, method = ref._plan_resize_2d(grid, new_height, new_width, method)
-    if h == g.shape[0] and w == g.shape[1]:
-        return g.copy()
-    if h == g.shape[0]:
-        return _resample_native(g, 1, w, method, g.dtype)
-    rows = _resample_native(g, 0, h, method, np.float64 if w != g.shape[1] else g.dtype)
-    return rows if w == g.shape[1] else _resample_native(rows, 1, w, method, g.dtype)
+    g = table_array(grid, "grid", ndim=3)
+    h = _checks.integer(new_height, "new_height", minimum=1)
+    w = _checks.integer(new_width, "new_width", minimum=1)
+    method = _checks.choice(method, "method", RESIZE_2D_METHODS)
+    if g.shape[0] == 0 or g.shape[1] == 0:
+        raise ValueError(f"grid of shape {g.shape} has no cells to resample")
+    _checks.result_size((h, w, g.shape[2]), g.dtype, "the resized grid")
+    return resize_plan(g, sizes=(h, w), method=method[2:])  # "bilinear" -> "linear", "bicubic" -> "cubic"
 
 
 class LearnedPositionalEmbedding:

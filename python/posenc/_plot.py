@@ -15,11 +15,16 @@ Figures, each its own PNG:
     for the same model, against the wavelength of the original context.
 
 ``KIND`` ``all`` overlays every encoding's similarity curve in one figure.
+
+Two 2-D kinds have the heatmap figure only (their positions are not a line):
+``swin`` (Swin's relative position index and the bias of two heads of a
+random table, window ``(7, 7)``: the Toeplitz-block-Toeplitz pattern) and
+``detr`` (DETR's sine features of a batch of two images padded to one size:
+the padding mask and a few y and x channels).
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -37,6 +42,10 @@ KINDS: Dict[str, str] = {
     "t5": "T5 (init)",
 }
 FIGURES = ("heatmap", "similarity", "spectrum")
+VISION_KINDS: Dict[str, str] = {
+    "swin": "Swin relative position bias (window 7)",
+    "detr": "DETR sine embedding (ragged padding mask)",
+}
 
 
 class MissingMatplotlib(RuntimeError):
@@ -58,14 +67,8 @@ def _pyplot() -> Any:
 
 
 def _encoding(kind: str, settings: _compare.Settings) -> _compare.Encoding:
-    import posenc
-
     name = KINDS[kind]
-    enc = next(e for e in _compare.encodings(settings) if e.name == name)
-    missing = [n for n in enc.needs if not hasattr(posenc, n)]
-    if missing:
-        raise LookupError(f"{kind}: posenc.{missing[0]} is not in this build")
-    return enc
+    return next(e for e in _compare.encodings(settings) if e.name == name)
 
 
 def spectrum_schemes(dim: int, original: int = 2048, factor: float = 4.0) -> Dict[str, Optional[Dict[str, Any]]]:
@@ -144,11 +147,8 @@ def _similarity(plt: Any, encs: Sequence[_compare.Encoding], s: _compare.Setting
 
 
 def _spectrum(plt: Any, s: _compare.Settings, path: Path) -> None:
-    import posenc as _posenc
+    import posenc
 
-    posenc: Any = _posenc  # looked up at call time: the rotary family may be absent from a build
-    if not hasattr(posenc, "rope_inv_freq"):
-        raise LookupError("rope: posenc.rope_inv_freq is not in this build")
     dim, original, factor = 128, 2048, 4.0
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for label, scaling in spectrum_schemes(dim, original, factor).items():
@@ -160,6 +160,37 @@ def _spectrum(plt: Any, s: _compare.Settings, path: Path) -> None:
     ax.set(xlabel="feature pair i", ylabel="wavelength 2π/ω_i (positions)",
            title=f"RoPE frequencies by scaling scheme (head_dim {dim}, ×{factor:g})")
     ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def _vision_heatmap(plt: Any, kind: str, path: Path) -> None:
+    """The heatmap figure of a 2-D kind (``VISION_KINDS``)."""
+    import posenc
+
+    if kind == "swin":
+        window = 7
+        table = np.random.default_rng(0).standard_normal(((2 * window - 1) ** 2, 2)).astype(np.float32)
+        panels = [(posenc.swin_relative_position_index(window), "relative_position_index[n1, n2]", "viridis"),
+                  *[(b, f"bias of head {h} (random table)", "RdBu_r") for h, b in enumerate(posenc.swin_bias(table, window))]]
+        labels = ("key token n2", "query token n1")
+    else:
+        valid = np.zeros((2, 24, 32), bool)
+        valid[0, :18, :32] = True
+        valid[1, :24, :20] = True
+        pe = posenc.detr_sine(valid, num_pos_feats=16, normalize=True)
+        panels = [(valid[1].astype(np.float32), "image 1: valid pixels", "gray"),
+                  (pe[1, :, :, 0], "image 1: y feature 0", "RdBu_r"),
+                  (pe[1, :, :, 16], "image 1: x feature 0", "RdBu_r"),
+                  (pe[0, :, :, 16 + 6], "image 0: x feature 6", "RdBu_r")]
+        labels = ("x (pixel column)", "y (pixel row)")
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.8 * len(panels), 3.6), squeeze=False)
+    for ax, (image, title, cmap) in zip(axes[0], panels):
+        im = ax.imshow(image, cmap=cmap, interpolation="nearest")
+        ax.set(xlabel=labels[0], ylabel=labels[1], title=title)
+        fig.colorbar(im, ax=ax, shrink=0.7)
+    fig.suptitle(VISION_KINDS[kind])
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
@@ -179,38 +210,30 @@ def plot(kind: str, output: Optional[str] = None, figure: str = "all",
          settings: Optional[_compare.Settings] = None) -> List[Path]:
     """Write the figures of ``kind``; return their paths.
 
-    Raises ``MissingMatplotlib`` without matplotlib, ``LookupError`` when the
-    encoding's functions are not in this build, ``ValueError`` for an unknown
-    kind or figure.
+    Raises ``MissingMatplotlib`` without matplotlib, ``ValueError`` for an
+    unknown kind or figure.
     """
     s = settings or _compare.Settings()
+    if kind in VISION_KINDS:
+        if figure not in ("heatmap", "all"):
+            raise ValueError(f"KIND {kind!r} has the heatmap figure only, not {figure!r}")
+        path = _paths(output, kind, ["heatmap"])["heatmap"]
+        plt = _pyplot()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _vision_heatmap(plt, kind, path)
+        return [path]
     if kind != "all" and kind not in KINDS:
-        raise ValueError(f"KIND must be one of {', '.join(list(KINDS) + ['all'])}, got {kind!r}")
+        raise ValueError(f"KIND must be one of {', '.join(list(KINDS) + list(VISION_KINDS) + ['all'])}, got {kind!r}")
     rotary = kind in ("rope", "all")
     wanted = [f for f in FIGURES if f != "spectrum" or rotary] if figure == "all" else [figure]
     if figure not in FIGURES + ("all",):
         raise ValueError(f"figure must be one of {', '.join(FIGURES + ('all',))}, got {figure!r}")
     if "spectrum" in wanted and not rotary:
         raise ValueError(f"the spectrum figure is for rotary schemes (KIND rope), not {kind!r}")
-    import posenc
-
-    if kind == "all":
-        if "heatmap" in wanted:
-            wanted.remove("heatmap")  # one heatmap per encoding: ask for each KIND
-        if "spectrum" in wanted and not hasattr(posenc, "rope_inv_freq") and figure == "all":
-            wanted.remove("spectrum")
-            print("posenc plot: skipping the spectrum: posenc.rope_inv_freq is not in this build", file=sys.stderr)
+    if kind == "all" and "heatmap" in wanted:
+        wanted.remove("heatmap")  # one heatmap per encoding: ask for each KIND
     plt = _pyplot()
-    if kind == "all":
-        encs = []
-        for e in _compare.encodings(s):
-            missing = [n for n in e.needs if not hasattr(posenc, n)]
-            if missing:
-                print(f"posenc plot: skipping {e.name}: posenc.{missing[0]} is not in this build", file=sys.stderr)
-            else:
-                encs.append(e)
-    else:
-        encs = [_encoding(kind, s)]
+    encs = _compare.encodings(s) if kind == "all" else [_encoding(kind, s)]
     written = []
     for fig_name, path in _paths(output, kind, wanted).items():
         path.parent.mkdir(parents=True, exist_ok=True)

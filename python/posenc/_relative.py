@@ -1,81 +1,192 @@
 """Relative positions: T5 buckets and bias, ALiBi, Shaw-style clipped distances.
 
-Convention (DESIGN.md): query row ``i`` sits at absolute position
-``offset + i`` and key column ``j`` at ``j``; the relative position is
-``j - (offset + i)``. A KV-cache step with ``q_len`` new queries over
-``k_len`` keys uses ``offset = k_len - q_len``.
+Convention: query row ``i`` sits at absolute position ``offset + i`` and key
+column ``j`` at ``j``; the relative position is ``j - (offset + i)``. A
+KV-cache step with ``q_len`` new queries over ``k_len`` keys uses
+``offset = k_len - q_len``.
 
-Every output here depends on ``j - i`` only (a Toeplitz matrix). The native
-path builds one lookup row per head holding the value of each of the
-``q_len + k_len - 1`` distances (NumPy, O(heads·(q+k)) work), and the C++
-kernels stream the ``[..., q, k]`` rows out of it: row ``i`` is the slice
-``lut[q_len-1-i : q_len-1-i+k_len]``. No logarithm is evaluated per element
-and no index matrix is built.
+Each public function is its plan builder (see ``posenc._api``): it checks
+every argument once and returns a plan of ``posenc._plans.relative``, which
+the active backend's executor computes. Every output depends on
+``j - (offset + i)`` only (a Toeplitz matrix): the native executor streams
+it out of one lookup row per head, the NumPy one builds it element by
+element.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _backend, _checks
-from .reference import _relative as ref
+from . import _checks
+from ._api import entry
+from ._checks import Out
+from ._plans.relative import (AlibiAdd, AlibiBias, DebertaBucketBlock, DistanceGrid,
+                              RelativeEmbeddings, RelativePositions, T5Bias, T5BiasAdd, T5BucketBlock, T5BucketOf,
+                              alibi_slopes, deberta_bucketing, deberta_positions, deberta_values, distance_grid, head_slopes,
+                              t5_bucketing, t5_distances)
+
+__all__ = ["add_alibi", "add_t5_bias", "alibi_bias", "alibi_slopes", "clipped_relative_positions",
+           "deberta_bucket", "deberta_buckets", "relative_embeddings", "relative_shift", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets"]
+
+_ALIBI_FORMS = """    The causal form is ``slope_h · (j - (offset + i))``: zero on the diagonal,
+    negative for earlier keys (later keys, masked in a causal model, get
+    positive values). ``symmetric=True`` gives ``-slope_h · |j - (offset + i)|``
+    (bidirectional encoders). Forms that differ from these by a constant per
+    row give the same softmax: BLOOM adds ``slope_h · j`` and MPT
+    ``slope_h · (j - k_len + 1)``; these equal the causal form plus
+    ``slope_h · (offset + i)`` (resp. plus a per-row constant), so attention
+    weights agree, though the logits themselves differ."""
+
+_T5_PARAMETERS = """    bidirectional : bool
+        True (encoders): half the buckets for each sign, positive distances
+        (keys after the query) in the upper half. False (decoders): positive
+        distances share bucket 0.
+    max_distance : int
+        Distances at or beyond it share the last bucket (> max_exact)."""
+
+_SCORES_OUT = """    num_heads : int, optional
+        How the heads axis is found: by default axis -3 of ``scores`` is the
+        heads axis. With ``num_heads``, axis -3 holds ``batch·num_heads``
+        folded, head ``h`` of batch ``b`` at index ``b·num_heads + h`` (BLOOM's
+        ``[batch·heads, q, k]`` layout): the scores are unfolded (a view, no
+        copy) and each head's bias repeats for every batch. Axis -3 must be a
+        multiple of it (``ValueError``).
+    out : array of the scores' shape and dtype, optional
+        May be ``scores`` itself (in place). Any other overlap is refused.
+
+    Returns
+    -------
+    ndarray of the scores' shape and dtype."""
+
+_GRID_PARAMETERS = """    q_len, k_len : int
+        Queries and keys (>= 0).
+    offset : int
+        Absolute position of query 0 (``k_len - q_len`` for a KV-cache step)."""
+
+_DEBERTA_PARAMETERS = """    bucket_size : int
+        DeBERTa's ``position_buckets`` (256 in v2/v3 configs). With
+        ``mid = bucket_size // 2``, positions with ``|d| <= mid`` are their
+        own bucket; farther ones get ``sign(d) · (mid + ceil(log(|d| / mid) /
+        log((max_position - 1) / mid) · (mid - 1)))``.
+    max_position : int
+        DeBERTa's ``max_relative_positions`` (512 by default). If either
+        parameter is <= 0 the result is the plain difference, as in
+        Transformers. Otherwise ``bucket_size // 2 >= 1`` and
+        ``max_position - 1 > bucket_size // 2`` are required (there
+        Transformers divides by zero or produces negative or infinite
+        buckets): ``ValueError``. ``bucket_size <= 2**24``,
+        ``max_position <= 2**62``."""
+
+_SHARED_DOCS = {"__DEBERTA_PARAMETERS__": _DEBERTA_PARAMETERS, "__T5_PARAMETERS__": _T5_PARAMETERS,
+                "__ALIBI_FORMS__": _ALIBI_FORMS, "__SCORES_OUT__": _SCORES_OUT,
+                "__GRID_PARAMETERS__": _GRID_PARAMETERS}
 
 
 def _shared_doc(func: Any) -> Any:
     """Fill the shared parameter descriptions into ``func``'s docstring."""
-    func.__doc__ = func.__doc__.replace("__T5_PARAMETERS__", _T5_PARAMETERS).replace("__ALIBI_FORMS__", _ALIBI_FORMS)
+    for placeholder, text in _SHARED_DOCS.items():
+        func.__doc__ = func.__doc__.replace(placeholder, text)
     return func
 
 
-# ---------------------------------------------------------------- lookup rows
+# ---------------------------------------------------------------- argument parsing shared by several builders
 
-def _distances(grid: ref.Grid) -> np.ndarray:
-    """The distance of every lookup-row entry: lut[m] is at m - (q_len - 1) - offset."""
-    return np.arange(grid.first, grid.first + grid.length, dtype=np.int64)
-
-
-def _stream(target: np.ndarray, lut: np.ndarray, step: int = 1) -> None:
-    """Fill ``target[..., q, k·step]`` with rows of ``lut`` (kernel: a copy per row)."""
-    _backend.run_into(target, lambda dest: _backend.native.toeplitz_copy(dest, lut, step))
+def _fits(dtype: np.dtype, lo: int, hi: int, what: str) -> None:
+    """Refuse an integer result dtype that cannot hold every value in [lo, hi]."""
+    smallest, largest = _int_range(dtype)
+    if lo < smallest or hi > largest:
+        raise ValueError(f"{what} in [{lo}, {hi}] do not fit dtype {dtype}")
 
 
-@functools.lru_cache(maxsize=64)
-def _t5_thresholds(half: int, max_exact: int, max_distance: int) -> np.ndarray:
-    """The first distance of each T5 log bucket (computed once per parameter set)."""
-    thresholds = _backend.native.t5_thresholds(half, max_exact, max_distance)
-    thresholds.flags.writeable = False
-    return thresholds
+@functools.lru_cache(maxsize=None)
+def _int_range(dtype: np.dtype) -> Tuple[int, int]:
+    """The smallest and largest value of a signed integer dtype (np.iinfo costs more than the call's work)."""
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
 
 
-def _t5_buckets_of(distance: np.ndarray, p: ref.T5Params) -> np.ndarray:
-    """int32 buckets: exact distances as they are, larger ones by a search in the boundaries."""
-    d = np.clip(distance.astype(np.int64, copy=False), -ref._DISTANCE_CLIP, ref._DISTANCE_CLIP)
-    direction: Any  # an array of offsets, or 0
-    if p.bidirectional:
-        n = np.abs(d)
-        direction = (d > 0) * p.half
-    else:
-        n = -np.minimum(d, 0)
-        direction = 0
-    large = p.max_exact + np.searchsorted(_t5_thresholds(p.half, p.max_exact, p.max_distance), n, side="right")
-    buckets: np.ndarray = (np.where(n < p.max_exact, n, large) + direction).astype(np.int32)
-    return buckets
+def _positions(q_len: Any, k_len: Any, *, offset: Any, clip: Optional[int], dtype: Any, out: Any) -> RelativePositions:
+    """The plan of relative_positions (``clip`` None) and clipped_relative_positions (``clip`` checked already)."""
+    grid = distance_grid(q_len, k_len, offset=offset)
+    dt = _checks.int_dtype(dtype)
+    if clip is not None:
+        _fits(dt, 0, 2 * clip, f"max_relative_position = {clip}: clipped positions")
+    elif grid.q_len and grid.k_len:
+        _fits(dt, grid.first, grid.first + grid.length - 1, "relative positions")
+    shape = (grid.q_len, grid.k_len)
+    _checks.result_size(shape, dt, "the result")
+    return RelativePositions(grid, clip, dt, _checks.out_target(out, shape, dt))
 
 
-# ---------------------------------------------------------------- relative positions
+def _bias_table(table: Any) -> np.ndarray:
+    """A T5 bias table ``[num_buckets, heads]``, floating, with at least one head."""
+    t = _checks.float_array(table, "table")
+    if t.ndim != 2:
+        raise ValueError(f"table must have shape [num_buckets, heads], got shape {t.shape}")
+    if t.shape[1] == 0:
+        raise ValueError("table must have at least one head (table.shape[1] == 0)")
+    return t
 
+
+def _scores(scores: Any, *, offset: Any, heads: Optional[int], out: Any,
+            inputs: Sequence[Tuple[np.ndarray, str]] = (),
+            num_heads: Any = None) -> Tuple[np.ndarray, DistanceGrid, Optional[Out]]:
+    """Attention scores ``[..., heads, q, k]`` (``heads`` of them if given), their grid and the ``out`` to write.
+
+    With ``num_heads``, axis -3 is ``batch·num_heads`` folded (BLOOM's layout,
+    index ``b·num_heads + h``): scores and out are unfolded into
+    ``[..., batch, num_heads, q, k]`` views, and a new result is allocated folded
+    (the executor writes its unfolded view; the folded array is returned).
+    """
+    s = _checks.float_array(scores, "scores")
+    if s.ndim < 3:
+        raise ValueError(f"scores must have shape [..., heads, q, k], got shape {s.shape}")
+    if s.shape[-3] == 0:
+        raise ValueError(f"scores must have at least one head (scores.shape[-3] == 0), got shape {s.shape}")
+    folded = None
+    if num_heads is not None:
+        folded = _checks.integer(num_heads, "num_heads", minimum=1)
+        if s.shape[-3] % folded:
+            raise ValueError(f"scores.shape[-3] = {s.shape[-3]} (batch·heads folded) is not a multiple of "
+                             f"num_heads = {folded}")
+    count = s.shape[-3] if folded is None else folded
+    if heads is not None and count != heads:
+        where = "scores.shape[-3]" if folded is None else "num_heads"
+        raise ValueError(f"scores has {count} heads ({where}) but the bias has {heads}")
+    grid = distance_grid(s.shape[-2], s.shape[-1], offset=offset)
+    target = _checks.out_target(out, s.shape, s.dtype, [(s, "scores"), *inputs])
+    if folded is None:
+        return s, grid, target
+    if target is None:
+        _checks.result_size(s.shape, s.dtype, "the result")
+        fresh = np.empty(s.shape, s.dtype)
+        target = Out(fresh, fresh)
+    return _unfold(s, folded), grid, Out(_unfold(target.array, folded), target.given)
+
+
+def _unfold(a: np.ndarray, heads: int) -> np.ndarray:
+    """``a[..., batch·heads, q, k]`` as the view ``[..., batch, heads, q, k]`` (splitting an axis never copies)."""
+    *lead, bh, q, k = a.shape
+    *lead_strides, step, row, col = a.strides
+    shape = (*lead, bh // heads, heads, q, k)
+    strides = (*lead_strides, step * heads, step, row, col)
+    view: np.ndarray = np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
+    return view
+
+
+# ---------------------------------------------------------------- relative positions and Shaw embeddings
+
+@entry
+@_shared_doc
 def relative_positions(q_len: int, k_len: int, *, offset: int = 0, dtype: Any = np.int64, out: Any = None) -> Any:
     """Relative positions ``j - (offset + i)`` of a ``[q_len, k_len]`` attention block.
 
     Parameters
     ----------
-    q_len, k_len : int
-        Queries and keys (>= 0).
-    offset : int
-        Absolute position of query 0 (``k_len - q_len`` for a KV-cache step).
+__GRID_PARAMETERS__
     dtype : signed integer dtype
         Result dtype (int64 by default); every value must fit (else ``ValueError``).
     out : array of shape [q_len, k_len] and dtype ``dtype``, optional
@@ -92,14 +203,10 @@ def relative_positions(q_len: int, k_len: int, *, offset: int = 0, dtype: Any = 
     array([[-2, -1,  0,  1],
            [-3, -2, -1,  0]])
     """
-    if not _backend.use_native():
-        return ref.relative_positions(q_len, k_len, offset=offset, dtype=dtype, out=out)
-    plan = ref._plan_positions(q_len, k_len, offset, None, dtype, out)
-    target = _backend.kernel_target(plan.out, (plan.grid.q_len, plan.grid.k_len), plan.dtype)
-    _stream(target, _distances(plan.grid).astype(plan.dtype)[None, :])
-    return target if out is None else out
+    return _positions(q_len, k_len, offset=offset, clip=None, dtype=dtype, out=out)
 
 
+@entry
 def clipped_relative_positions(
     q_len: int, k_len: int, max_relative_position: int, *, offset: int = 0, dtype: Any = np.int64, out: Any = None
 ) -> Any:
@@ -134,17 +241,11 @@ def clipped_relative_positions(
            [1, 2, 3, 4, 4],
            [0, 1, 2, 3, 4]])
     """
-    if not _backend.use_native():
-        return ref.clipped_relative_positions(q_len, k_len, max_relative_position, offset=offset, dtype=dtype, out=out)
-    _checks.integer(max_relative_position, "max_relative_position", minimum=0)  # None means "no clip" inside
-    plan = ref._plan_positions(q_len, k_len, offset, max_relative_position, dtype, out)
-    target = _backend.kernel_target(plan.out, (plan.grid.q_len, plan.grid.k_len), plan.dtype)
-    m = plan.clip
-    assert m is not None  # set whenever max_relative_position is given
-    _stream(target, (np.clip(_distances(plan.grid), -m, m) + m).astype(plan.dtype)[None, :])
-    return target if out is None else out
+    m = _checks.integer(max_relative_position, "max_relative_position", minimum=0)
+    return _positions(q_len, k_len, offset=offset, clip=m, dtype=dtype, out=out)
 
 
+@entry
 def relative_embeddings(table: Any, q_len: int, k_len: int, max_relative_position: int, *, offset: int = 0,
                         out: Any = None) -> Any:
     """Shaw-style relative embeddings ``table[clipped_relative_positions(...)]`` → ``[q, k, d]``.
@@ -173,65 +274,28 @@ def relative_embeddings(table: Any, q_len: int, k_len: int, max_relative_positio
     >>> e.shape, e[1, 0].tolist(), e[0, 2].tolist()
     ((2, 3, 2), [1.0, 10.0], [4.0, 40.0])
     """
-    if not _backend.use_native():
-        return ref.relative_embeddings(table, q_len, k_len, max_relative_position, offset=offset, out=out)
-    plan = ref._plan_embeddings(table, q_len, k_len, max_relative_position, offset, out)
-    q, k, d = plan.grid.q_len, plan.grid.k_len, plan.table.shape[1]
-    target = _backend.kernel_target(plan.out, (q, k, d), plan.table.dtype)
-    if target.size == 0:
-        return target if out is None else out
-    m = plan.clip
-    # One embedding row per distance: [q + k - 1, d], flattened so that row i of
-    # the result, as [k·d], is one contiguous slice of it.
-    lut = np.ascontiguousarray(plan.table[np.clip(_distances(plan.grid), -m, m) + m]).reshape(1, -1)
-    flat = _rows_of_embeddings(target)
-    if flat is None:  # an out whose [k, d] axes do not merge: fill a twin, copy once
-        twin = np.empty((q, k, d), target.dtype)
-        _stream(_rows_of_embeddings(twin), lut, d)
-        target[...] = twin
-    else:
-        _stream(flat, lut, d)
-    return target if out is None else out
-
-
-def _rows_of_embeddings(a: np.ndarray) -> Any:
-    """``a[q, k, d]`` as a ``[q, k·d]`` view when its last two axes merge, else None."""
-    q, k, d = a.shape
-    if d == 1:
-        col = a.strides[1]
-    elif k == 1 or a.strides[1] == d * a.strides[2]:
-        col = a.strides[2]
-    else:
-        return None
-    return np.lib.stride_tricks.as_strided(a, (q, k * d), (a.strides[0], col))
+    t = _checks.float_array(table, "table")
+    m = _checks.integer(max_relative_position, "max_relative_position", minimum=0)
+    if t.ndim != 2 or t.shape[0] != 2 * m + 1:
+        raise ValueError(
+            f"table must have shape [2·max_relative_position + 1, d] = [{2 * m + 1}, d], got shape {t.shape}"
+        )
+    grid = distance_grid(q_len, k_len, offset=offset)
+    shape = (grid.q_len, grid.k_len, t.shape[1])
+    _checks.result_size(shape, t.dtype, "the result")
+    return RelativeEmbeddings(t, grid, m, _checks.out_target(out, shape, t.dtype, [(t, "table")]))
 
 
 # ---------------------------------------------------------------- T5
 
-_ALIBI_FORMS = """    The causal form is ``slope_h · (j - (offset + i))``: zero on the diagonal,
-    negative for earlier keys (later keys, masked in a causal model, get
-    positive values). ``symmetric=True`` gives ``-slope_h · |j - (offset + i)|``
-    (bidirectional encoders). Forms that differ from these by a constant per
-    row give the same softmax: BLOOM adds ``slope_h · j`` and MPT
-    ``slope_h · (j - k_len + 1)``; these equal the causal form plus
-    ``slope_h · (offset + i)`` (resp. plus a per-row constant), so attention
-    weights agree, though the logits themselves differ."""
-
-_T5_PARAMETERS = """    bidirectional : bool
-        True (encoders): half the buckets for each sign, positive distances
-        (keys after the query) in the upper half. False (decoders): positive
-        distances share bucket 0.
-    max_distance : int
-        Distances at or beyond it share the last bucket (> max_exact)."""
-
-
+@entry
 @_shared_doc
 def t5_bucket(relative_position: Any, *, bidirectional: bool = True, num_buckets: int = 32,
               max_distance: int = 128) -> Any:
     """T5's relative-position bucket of each distance, identical to the T5 reference.
 
-    Elementwise on any integer array; the distance sign follows DESIGN
-    (``key - query``, as T5's ``memory_position - context_position``). With
+    Elementwise on any integer array; the distance is ``key - query``, as
+    everywhere in posenc (T5's ``memory_position - context_position``). With
     ``half = num_buckets // 2`` if bidirectional else ``num_buckets`` and
     ``max_exact = half // 2``, a distance n (its magnitude, or ``-min(d, 0)``
     when not bidirectional) below ``max_exact`` is its own bucket, larger ones
@@ -287,13 +351,11 @@ __T5_PARAMETERS__
     >>> posenc.t5_bucket([-200, -20, 20], bidirectional=False)
     array([31, 17,  0], dtype=int32)
     """
-    if not _backend.use_native():
-        return ref.t5_bucket(relative_position, bidirectional=bidirectional, num_buckets=num_buckets,
-                             max_distance=max_distance)
-    p = ref._plan_t5(bidirectional, num_buckets, max_distance)
-    return _t5_buckets_of(ref._integer_array(relative_position, "relative_position"), p)
+    t5 = t5_bucketing(bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+    return T5BucketOf(t5_distances(relative_position), t5)
 
 
+@entry
 @_shared_doc
 def t5_buckets(q_len: int, k_len: int, *, offset: int = 0, bidirectional: bool = True, num_buckets: int = 32,
                max_distance: int = 128, out: Any = None) -> Any:
@@ -301,10 +363,7 @@ def t5_buckets(q_len: int, k_len: int, *, offset: int = 0, bidirectional: bool =
 
     Parameters
     ----------
-    q_len, k_len : int
-        Queries and keys (>= 0).
-    offset : int
-        Absolute position of query 0 (``k_len - q_len`` for a KV-cache step).
+__GRID_PARAMETERS__
 __T5_PARAMETERS__
     num_buckets : int
         As in :func:`t5_bucket`.
@@ -321,15 +380,15 @@ __T5_PARAMETERS__
     array([[ 1,  0, 17],
            [ 2,  1,  0]], dtype=int32)
     """
-    if not _backend.use_native():
-        return ref.t5_buckets(q_len, k_len, offset=offset, bidirectional=bidirectional, num_buckets=num_buckets,
-                              max_distance=max_distance, out=out)
-    plan = ref._plan_buckets(q_len, k_len, offset, bidirectional, num_buckets, max_distance, out)
-    target = _backend.kernel_target(plan.out, (plan.grid.q_len, plan.grid.k_len), np.dtype(np.int32))
-    _stream(target, _t5_buckets_of(_distances(plan.grid), plan.t5)[None, :])
-    return target if out is None else out
+    grid = distance_grid(q_len, k_len, offset=offset)
+    t5 = t5_bucketing(bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+    shape = (grid.q_len, grid.k_len)
+    int32 = np.dtype(np.int32)
+    _checks.result_size(shape, int32, "the result")
+    return T5BucketBlock(grid, t5, _checks.out_target(out, shape, int32))
 
 
+@entry
 @_shared_doc
 def t5_bias(table: Any, q_len: int, k_len: int, *, offset: int = 0, bidirectional: bool = True,
             max_distance: int = 128, out: Any = None) -> Any:
@@ -340,10 +399,7 @@ def t5_bias(table: Any, q_len: int, k_len: int, *, offset: int = 0, bidirectiona
     table : array_like of shape [num_buckets, heads], floating
         The learned bias (Hugging Face ``relative_attention_bias.weight``);
         ``num_buckets`` is ``table.shape[0]``.
-    q_len, k_len : int
-        Queries and keys (>= 0).
-    offset : int
-        Absolute position of query 0.
+__GRID_PARAMETERS__
 __T5_PARAMETERS__
     out : array of shape [heads, q_len, k_len] and the table's dtype, optional
 
@@ -359,26 +415,18 @@ __T5_PARAMETERS__
     >>> bias.shape, bias[1].tolist()
     ((2, 2, 2), [[1.0, 35.0], [3.0, 1.0]])
     """
-    if not _backend.use_native():
-        return ref.t5_bias(table, q_len, k_len, offset=offset, bidirectional=bidirectional,
-                           max_distance=max_distance, out=out)
-    plan = ref._plan_t5_bias(table, q_len, k_len, offset, bidirectional, max_distance, out)
-    target = _backend.kernel_target(plan.out, (plan.table.shape[1], plan.grid.q_len, plan.grid.k_len), plan.table.dtype)
-    lut = np.ascontiguousarray(plan.table[_t5_buckets_of(_distances(plan.grid), plan.t5)].T)
-    _stream(target, lut)
-    return target if out is None else out
+    t = _bias_table(table)
+    grid = distance_grid(q_len, k_len, offset=offset)
+    t5 = t5_bucketing(bidirectional=bidirectional, num_buckets=t.shape[0], max_distance=max_distance)
+    shape = (t.shape[1], grid.q_len, grid.k_len)
+    _checks.result_size(shape, t.dtype, "the bias")
+    return T5Bias(t, grid, t5, _checks.out_target(out, shape, t.dtype, [(t, "table")]))
 
 
-def _add_into(plan: ref.AddPlan, lut: np.ndarray) -> np.ndarray:
-    scores = plan.scores if _checks.aligned(plan.scores) else plan.scores.copy()
-    target = _backend.kernel_target(plan.out, scores.shape, scores.dtype)
-    _backend.run_into(target, lambda dest: _backend.native.toeplitz_add(scores, dest, lut))
-    return target
-
-
+@entry
 @_shared_doc
 def add_t5_bias(scores: Any, table: Any, *, offset: int = 0, bidirectional: bool = True, max_distance: int = 128,
-                out: Any = None) -> Any:
+                num_heads: Optional[int] = None, out: Any = None) -> Any:
     """``scores + t5_bias(table, q, k)`` for scores ``[..., heads, q, k]``, fused, no bias materialised.
 
     The bias is first converted to the scores' dtype (rounded once; exact
@@ -394,12 +442,7 @@ def add_t5_bias(scores: Any, table: Any, *, offset: int = 0, bidirectional: bool
     offset : int
         Absolute position of query 0 (``k - q`` for a KV-cache step).
 __T5_PARAMETERS__
-    out : array of the scores' shape and dtype, optional
-        May be ``scores`` itself (in place). Any other overlap is refused.
-
-    Returns
-    -------
-    ndarray of the scores' shape and dtype.
+__SCORES_OUT__
 
     Examples
     --------
@@ -411,61 +454,169 @@ __T5_PARAMETERS__
     >>> bool(np.array_equal(scores[0], posenc.t5_bias(table, 3, 3)))
     True
     """
-    if not _backend.use_native():
-        return ref.add_t5_bias(scores, table, offset=offset, bidirectional=bidirectional,
-                               max_distance=max_distance, out=out)
-    t = ref._table(table)
-    t5 = ref._plan_t5(bidirectional, t.shape[0], max_distance)
-    plan = ref._plan_scores(scores, offset, t.shape[1], out, [(t, "table")])
-    buckets = _t5_buckets_of(_distances(plan.grid), t5)
-    lut = np.ascontiguousarray(ref.round_once(t.astype(np.float64), plan.scores.dtype)[buckets].T)
-    target = _add_into(plan, lut)
-    return target if out is None else out
+    t = _bias_table(table)
+    t5 = t5_bucketing(bidirectional=bidirectional, num_buckets=t.shape[0], max_distance=max_distance)
+    s, grid, target = _scores(scores, offset=offset, heads=t.shape[1], out=out, inputs=[(t, "table")],
+                              num_heads=num_heads)
+    return T5BiasAdd(s, grid, t, t5, target)
 
 
-# ---------------------------------------------------------------- ALiBi
+# ---------------------------------------------------------------- DeBERTa
 
-def alibi_slopes(num_heads: int, dtype: Any = np.float32) -> np.ndarray:
-    """ALiBi's per-head slopes (Press, Smith & Lewis, "Train Short, Test Long", 2022), for any head count.
+@_shared_doc
+def deberta_bucket(relative_position: Any, *, bucket_size: int = 256, max_position: int = 512) -> Any:
+    """DeBERTa v2/v3's log bucket of each relative position, identical to Transformers' ``make_log_bucket_position``.
 
-    Exactly the authors' ``get_slopes`` (ofirpress/attention_with_linear_biases),
-    evaluated as they do in Python float64 and rounded once to ``dtype``: for
-    ``n`` a power of two, ``start = 2^(-8/n)`` and slope ``i`` is
-    ``start·start^i`` (the closed form ``2^(-8(i+1)/n)``); otherwise the
-    ``2^floor(log2 n)`` slopes of that power followed by every other slope of
-    twice that power (the interleaved extension).
+    Elementwise on any integer array. The relative position is DeBERTa's,
+    **query minus key** (the opposite of posenc's other functions); the
+    result keeps its sign and is not clipped (DeBERTa clamps it to
+    ``[0, 2·att_span)`` after adding ``att_span``, later).
 
-    BLOOM (Hugging Face ``_get_alibi_slopes``) uses the same definition but
-    evaluates ``base^k`` with a float32 base and float32 ``pow``: its slopes
-    equal these (float32) for 1 to 10 heads; from 11 heads on some differ by
-    a few float32 ulps (relative difference at most 4.8e-7 up to 64 heads,
-    6.8e-7 up to 128, 2.3e-6 up to 256), growing with the exponent. To use
-    BLOOM's own slopes, pass them as ``slopes=``.
+    Exactness: Transformers evaluates the logarithm chain in float32 (the
+    int64 distance divided by ``mid`` in float32, the divisor
+    ``log((max_position - 1) / mid)`` a float32 tensor), and near bucket
+    boundaries float32 and float64 disagree. posenc evaluates the same
+    float32 chain operation for operation with the correctly rounded float32
+    log. Where the chain's *exact* value is a whole number (``|d| / mid`` and
+    ``(max_position - 1) / mid`` powers of one rational, e.g.
+    ``bucket_size=16, max_position=13``, ``|d| = 27``: ``log 3.375 / log 1.5
+    · 7 = 21``) the float32 value often lands just above it and ``ceil``
+    gives the next bucket; Transformers does the same, so unlike
+    :func:`t5_bucket` posenc keeps the float32 result there (taking the exact
+    value would differ from Transformers at every one of them). Only the last
+    bit of the log could still differ (PyTorch on x86 takes it from MKL); the
+    tests enumerate every such whole-number distance of a sweep of
+    configurations and compare with Transformers' own function there.
 
     Parameters
     ----------
-    num_heads : int
-        >= 1.
-    dtype : float32, float64, float16 or bfloat16
+    relative_position : array_like of integers
+        Any shape, query minus key. Floats are a ``TypeError``; unsigned
+        values past ``2**63 - 1`` a ``ValueError``.
+__DEBERTA_PARAMETERS__
 
     Returns
     -------
-    ndarray of shape [num_heads]
+    int64 ndarray of ``relative_position``'s shape.
 
     Examples
     --------
     >>> import posenc
-    >>> posenc.alibi_slopes(8).tolist()
-    [0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625]
-    >>> posenc.alibi_slopes(3, dtype="float64").tolist()
-    [0.0625, 0.00390625, 0.25]
+    >>> posenc.deberta_bucket([-1000, -129, -128, 0, 5, 128, 129, 511, 4096])
+    array([-317, -129, -128,    0,    5,  128,  129,  255,  446])
+    >>> posenc.deberta_bucket([27], bucket_size=16, max_position=13)  # exact value 29, as Transformers
+    array([30])
+    >>> posenc.deberta_bucket([3, 300], bucket_size=0)
+    array([  3, 300])
     """
-    return ref.alibi_slopes(num_heads, dtype)
+    # No plan and no kernel: the work is one float32 logarithm per element, which NumPy vectorises
+    # (like alibi_slopes, the same on every backend). deberta_buckets streams a block from one row.
+    deberta = deberta_bucketing(bucket_size=bucket_size, max_position=max_position)
+    return deberta_values(deberta_positions(relative_position), deberta)
 
 
+@entry
+@_shared_doc
+def deberta_buckets(q_len: int, k_len: int, *, offset: int = 0, bucket_size: int = 256, max_position: int = 512,
+                    out: Any = None) -> Any:
+    """DeBERTa's bucketed relative positions of a ``[q_len, k_len]`` block: ``deberta_bucket((offset + i) - j)``.
+
+    With ``offset=0`` identical to Transformers'
+    ``build_relative_position(query, key, bucket_size, max_position)[0]``
+    (DeBERTa v2/v3); ``offset`` places query 0 at that absolute position (a
+    KV-cache step). Note DeBERTa's sign, **query minus key**. The logarithm
+    runs once per distance (``q_len + k_len - 1`` of them), not per
+    (query, key) pair; the block is streamed from that row.
+
+    Parameters
+    ----------
+__GRID_PARAMETERS__
+__DEBERTA_PARAMETERS__
+    out : int64 array of shape [q_len, k_len], optional
+
+    Returns
+    -------
+    int64 ndarray of shape [q_len, k_len]
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.deberta_buckets(2, 3, offset=1)
+    array([[ 1,  0, -1],
+           [ 2,  1,  0]])
+    >>> posenc.deberta_buckets(1, 4, offset=3, bucket_size=4, max_position=8).tolist()
+    [[3, 2, 1, 0]]
+    """
+    grid = distance_grid(q_len, k_len, offset=offset)
+    deberta = deberta_bucketing(bucket_size=bucket_size, max_position=max_position)
+    shape = (grid.q_len, grid.k_len)
+    int64 = np.dtype(np.int64)
+    _checks.result_size(shape, int64, "the result")
+    return DebertaBucketBlock(grid, deberta, _checks.out_target(out, shape, int64))
 
 
+# ---------------------------------------------------------------- Transformer-XL / Conformer shift
 
+def relative_shift(bd: Any) -> np.ndarray:
+    """Transformer-XL / Conformer "relative shift" of scores against a relative table, as a view (no copy).
+
+    Relative attention in the Transformer-XL style (Dai et al., 2019;
+    Conformer, Gulati et al., 2020) scores each query against a table of
+    ``q + k - 1`` relative encodings, ``bd[..., i, c] = (q_i + v) · R_c``,
+    where row ``c`` encodes the distance ``i - j = (q - 1) - c`` (descending
+    positions: ``sinusoidal`` of ``np.arange(q - 1, -k, -1)``). The score of
+    query ``i`` and key ``j`` is then ``bd[..., i, (q - 1) - i + j]``;
+    implementations gather it with a pad-and-reshape trick that copies the
+    scores twice. Here it is a strided view of ``bd``:
+    ``out[..., i, j] = bd[..., i, (q - 1) - i + j]``.
+
+    Parameters
+    ----------
+    bd : array_like of shape [..., q, q + k - 1], floating
+        Any strides and leading axes (batch, heads); ``q != k`` allowed (a
+        KV cache or Transformer-XL memory: keys ``0..k-1``, query ``i`` at
+        absolute position ``k - q + i``; then the table rows encode
+        ``(k - 1) - c`` relative to that, as in Transformer-XL with memory).
+        Byte-swapped input is converted first (a copy).
+
+    Returns
+    -------
+    ndarray of shape [..., q, k]
+        A read-only view of ``bd`` (``np.shares_memory(out, bd)``); call
+        ``np.ascontiguousarray`` on it for a compact copy.
+
+    Examples
+    --------
+    >>> import numpy as np, posenc
+    >>> q, k = 2, 3
+    >>> bd = np.array([[10., 11., 12., 13.], [20., 21., 22., 23.]])  # columns: distance 1, 0, -1, -2
+    >>> posenc.relative_shift(bd)
+    array([[11., 12., 13.],
+           [20., 21., 22.]])
+    """
+    x = _checks.float_array(bd, "bd")
+    if x.ndim < 2:
+        raise ValueError(f"bd must have shape [..., q, q + k - 1], got shape {x.shape}")
+    q, width = x.shape[-2], x.shape[-1]
+    k = width - q + 1
+    if k < 0:
+        raise ValueError(f"bd must have shape [..., q, q + k - 1] with k >= 0: q = {q} needs at least "
+                         f"{q - 1} columns, got shape {x.shape}")
+    shape = (*x.shape[:-2], q, k)
+    if q == 0 or k == 0 or 0 in x.shape[:-2]:
+        empty = np.empty(shape, x.dtype)
+        empty.flags.writeable = False
+        return empty
+    row, col = x.strides[-2], x.strides[-1]
+    start = x[..., :, q - 1:]  # element (…, 0, q - 1): query 0's score against key 0
+    view: np.ndarray = np.lib.stride_tricks.as_strided(start, shape, (*x.strides[:-2], row - col, col),
+                                                       writeable=False)
+    return view
+
+
+# ---------------------------------------------------------------- ALiBi
+
+@entry
 @_shared_doc
 def alibi_bias(num_heads: int, q_len: int, k_len: int, *, offset: int = 0, symmetric: bool = False,
                slopes: Any = None, dtype: Any = np.float32, out: Any = None) -> Any:
@@ -480,10 +631,7 @@ __ALIBI_FORMS__
     ----------
     num_heads : int
         >= 1.
-    q_len, k_len : int
-        Queries and keys (>= 0).
-    offset : int
-        Absolute position of query 0 (``k_len - q_len`` for a KV-cache step).
+__GRID_PARAMETERS__
     symmetric : bool
         The bidirectional form.
     slopes : array_like of shape [num_heads], optional
@@ -503,17 +651,20 @@ __ALIBI_FORMS__
     >>> posenc.alibi_bias(2, 1, 3, offset=2, symmetric=True)[1].tolist()
     [[-0.0078125, -0.00390625, 0.0]]
     """
-    if not _backend.use_native():
-        return ref.alibi_bias(num_heads, q_len, k_len, offset=offset, symmetric=symmetric, slopes=slopes,
-                              dtype=dtype, out=out)
-    plan = ref._plan_alibi(num_heads, q_len, k_len, offset, symmetric, slopes, dtype, out)
-    target = _backend.kernel_target(plan.out, (plan.slopes.shape[0], plan.grid.q_len, plan.grid.k_len), plan.dtype)
-    _stream(target, ref.alibi_values(plan.slopes, _distances(plan.grid), plan.symmetric, plan.dtype))
-    return target if out is None else out
+    heads = _checks.integer(num_heads, "num_heads", minimum=1)
+    grid = distance_grid(q_len, k_len, offset=offset)
+    symmetric = _checks.boolean(symmetric, "symmetric")
+    s = head_slopes(slopes, heads=heads)
+    dt = _checks.float_dtype(dtype)
+    shape = (heads, grid.q_len, grid.k_len)
+    _checks.result_size(shape, dt, "the bias")
+    return AlibiBias(s, grid, symmetric, dt, _checks.out_target(out, shape, dt))
 
 
+@entry
 @_shared_doc
-def add_alibi(scores: Any, *, offset: int = 0, symmetric: bool = False, slopes: Any = None, out: Any = None) -> Any:
+def add_alibi(scores: Any, *, offset: int = 0, symmetric: bool = False, slopes: Any = None,
+              num_heads: Optional[int] = None, out: Any = None) -> Any:
     """``scores + alibi_bias(heads, q, k)`` for scores ``[..., heads, q, k]``, fused, no bias materialised.
 
 __ALIBI_FORMS__
@@ -531,13 +682,9 @@ __ALIBI_FORMS__
     symmetric : bool
         The bidirectional form.
     slopes : array_like of shape [heads], optional
-        Default: :func:`alibi_slopes` for ``scores.shape[-3]`` heads, in float64.
-    out : array of the scores' shape and dtype, optional
-        May be ``scores`` itself (in place). Any other overlap is refused.
-
-    Returns
-    -------
-    ndarray of the scores' shape and dtype.
+        Default: :func:`alibi_slopes` for ``scores.shape[-3]`` heads (``num_heads``
+        when given), in float64.
+__SCORES_OUT__
 
     Examples
     --------
@@ -547,9 +694,6 @@ __ALIBI_FORMS__
     >>> scores[1, 0, 0].tolist()
     [-1.0, -0.75, -0.5, -0.25, 0.0]
     """
-    if not _backend.use_native():
-        return ref.add_alibi(scores, offset=offset, symmetric=symmetric, slopes=slopes, out=out)
-    plan, s, symmetric = ref._plan_add_alibi(scores, offset, symmetric, slopes, out)
-    lut = ref.alibi_values(s, _distances(plan.grid), symmetric, plan.scores.dtype)
-    target = _add_into(plan, lut)
-    return target if out is None else out
+    symmetric = _checks.boolean(symmetric, "symmetric")
+    s, grid, target = _scores(scores, offset=offset, heads=None, out=out, num_heads=num_heads)
+    return AlibiAdd(s, grid, head_slopes(slopes, heads=s.shape[-3]), symmetric, target)

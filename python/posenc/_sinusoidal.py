@@ -1,15 +1,26 @@
-"""Sinusoidal absolute encodings: tables, the fused add, and 2-D/3-D grids."""
+"""Sinusoidal absolute encodings: tables, the fused add, and 2-D/3-D grids.
+
+Each public function is its plan builder (see ``posenc._api``): it checks
+every argument once and returns a plan of ``posenc._plans.sinusoidal``,
+which the active backend's executor computes.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Tuple, TypeVar
 
 import numpy as np
 
-from . import _backend, _checks
-from .reference import _sinusoidal as ref
+from . import _checks
+from ._api import entry
+from ._plans.sinusoidal import (FREQ_RULES, SinusoidalAdd, SinusoidalGrid, SinusoidalTable, axis_frequencies,
+                                frequencies, sinusoidal_frequencies)
+
+__all__ = ["add_sinusoidal", "concat_positional", "sinusoidal", "sinusoidal_2d", "sinusoidal_3d",
+           "sinusoidal_frequencies"]
 
 
+@entry
 def sinusoidal(
     positions: Any,
     dim: int,
@@ -56,17 +67,16 @@ def sinusoidal(
     >>> [float(v) for v in pe[0]]
     [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
     """
-    if not _backend.use_native():
-        return ref.sinusoidal(positions, dim, base=base, interleaved=interleaved, freq_rule=freq_rule, dtype=dtype, out=out)
-    plan = ref._plan_table(positions, dim, base, interleaved, freq_rule, dtype, out)
-    target = _backend.kernel_target(plan.out, (plan.n, 2 * plan.inv_freq.shape[0]), plan.dtype)
-    _backend.run_into(
-        target,
-        lambda dest: _backend.native.sinusoidal_table(dest, plan.positions, 0.0, plan.inv_freq, bool(interleaved)),
-    )
-    return target if out is None else out
+    interleaved = _checks.boolean(interleaved, "interleaved")
+    dim = _checks.even_dim(dim)
+    pos, n = _checks.positions(positions)
+    dt = _checks.float_dtype(dtype)
+    _checks.result_size((n, dim), dt, "the table")
+    inv_freq = frequencies(dim, _checks.base(base), _checks.choice(freq_rule, "freq_rule", FREQ_RULES))
+    return SinusoidalTable(pos, n, inv_freq, interleaved, dt, _checks.out_target(out, (n, dim), dt))
 
 
+@entry
 def add_sinusoidal(
     x: Any,
     *,
@@ -106,39 +116,69 @@ def add_sinusoidal(
     >>> y is x, bool(np.array_equal(x[1], posenc.sinusoidal(3, 4)))
     (True, True)
     """
-    if not _backend.use_native():
-        return ref.add_sinusoidal(x, offset=offset, positions=positions, base=base, interleaved=interleaved, scale=scale, out=out)
-    plan = ref._plan_add(x, offset, positions, base, interleaved, scale, out)
-    xa = plan.x if _checks.aligned(plan.x) else plan.x.copy()
-    target = _backend.kernel_target(plan.out, xa.shape, xa.dtype)
-    _backend.run_into(
-        target,
-        lambda dest: _backend.native.add_sinusoidal(
-            xa, dest, plan.positions, plan.start, plan.inv_freq, bool(interleaved), plan.scale
-        ),
-    )
-    return target if out is None else out
+    interleaved = _checks.boolean(interleaved, "interleaved")
+    xa = _checks.float_array(x, "x")
+    if xa.ndim < 2:
+        raise ValueError(f"x must have shape [..., seq, dim], got shape {xa.shape}")
+    seq, dim = xa.shape[-2], xa.shape[-1]
+    inv_freq = frequencies(_checks.even_dim(dim, "x.shape[-1]"), _checks.base(base), "vaswani")
+    start = _checks.offset(offset, seq)
+    pos = None
+    if positions is not None:
+        if start != 0:
+            raise ValueError("give either positions or offset, not both")
+        pos, n = _checks.positions(positions)
+        if n != seq:
+            raise ValueError(f"positions has {n} entries but x has seq length {seq}")
+        if pos is None:
+            pos = np.arange(n, dtype=np.float64)
+    scale = _checks.real(scale, "scale")
+    target = _checks.out_target(out, xa.shape, xa.dtype, [(xa, "x")])
+    return SinusoidalAdd(xa, pos, float(start), inv_freq, interleaved, scale, target)
 
 
-def _grid(plan: ref.GridPlan) -> np.ndarray:
-    target = _backend.kernel_target(plan.out, plan.shape + (plan.dim,), plan.dtype)
-
-    def fill(dest: np.ndarray) -> None:
-        axes = len(plan.shape)
-        for axis in range(axes):
-            first = axis * plan.channels
-            last = min(first + plan.channels, plan.dim)
-            if first >= last:
-                break
-            # The axis' channels, as [other axes..., axis, channels]: the
-            # kernel repeats each row over the leading (batch) axes.
-            view = np.moveaxis(dest[..., first:last], axis, axes - 1)
-            _backend.native.sinusoidal_table(view, None, 0.0, plan.inv_freq, True)
-
-    _backend.run_into(target, fill)
-    return target
+F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _grid_doc(axes: str) -> Callable[[F], F]:
+    """Fill the Parameters and Returns of a ``[axes..., dim]`` grid encoding into a docstring."""
+    shape = f"[{axes}, dim]"
+
+    def fill(func: F) -> F:
+        func.__doc__ = (func.__doc__ or "").replace("__GRID_PARAMETERS__", f"""    Parameters
+    ----------
+    {axes} : int
+        Grid size (>= 0).
+    dim : int
+        Channels per cell (>= 1).
+    base : float
+        The frequency base (> 0, not 1).
+    dtype : float32, float64, float16 or bfloat16
+        Result dtype; computed in float64, rounded once.
+    out : array of shape {shape} and dtype ``dtype``, optional
+        Written in place and returned.
+
+    Returns
+    -------
+    ndarray of shape {shape}""")
+        return func
+    return fill
+
+
+def _grid(sizes: Tuple[Any, ...], dim: Any, base: Any, dtype: Any, out: Any) -> SinusoidalGrid:
+    """The plan of sinusoidal_2d/3d: sizes in order (depth,) height, width."""
+    names = ("depth", "height", "width")[-len(sizes):]
+    grid = tuple(_checks.integer(s, n, minimum=0) for s, n in zip(sizes, names))
+    dim = _checks.integer(dim, "dim", minimum=1)
+    dt = _checks.float_dtype(dtype)
+    shape = grid + (dim,)
+    _checks.result_size(shape, dt, "the encoding")
+    inv_freq, channels = axis_frequencies(dim, len(sizes), _checks.base(base))
+    return SinusoidalGrid(grid, dim, inv_freq, channels, dt, _checks.out_target(out, shape, dt))
+
+
+@entry
+@_grid_doc("height, width")
 def sinusoidal_2d(height: int, width: int, dim: int, *, base: float = 10000.0, dtype: Any = np.float32, out: Any = None) -> Any:
     """2-D sinusoidal encodings for a ``height × width`` grid (images).
 
@@ -147,22 +187,7 @@ def sinusoidal_2d(height: int, width: int, dim: int, *, base: float = 10000.0, d
     ω_i = base^(-2i/c), the row (height) axis first, then the column axis,
     the concatenation cut to ``dim`` (any dim >= 1).
 
-    Parameters
-    ----------
-    height, width : int
-        Grid size (>= 0).
-    dim : int
-        Channels per cell (>= 1).
-    base : float
-        The frequency base (> 0, not 1).
-    dtype : float32, float64, float16 or bfloat16
-        Result dtype; computed in float64, rounded once.
-    out : array of shape [height, width, dim] and dtype ``dtype``, optional
-        Written in place and returned.
-
-    Returns
-    -------
-    ndarray of shape [height, width, dim]
+__GRID_PARAMETERS__
 
     Examples
     --------
@@ -173,13 +198,11 @@ def sinusoidal_2d(height: int, width: int, dim: int, *, base: float = 10000.0, d
     >>> [float(v) for v in pe[0, 0]]
     [0.0, 1.0, 0.0, 1.0, 0.0]
     """
-    if not _backend.use_native():
-        return ref.sinusoidal_2d(height, width, dim, base=base, dtype=dtype, out=out)
-    plan = ref._plan_grid((height, width), dim, base, dtype, out)
-    target = _grid(plan)
-    return target if out is None else out
+    return _grid((height, width), dim, base, dtype, out)
 
 
+@entry
+@_grid_doc("depth, height, width")
 def sinusoidal_3d(
     depth: int, height: int, width: int, dim: int, *, base: float = 10000.0, dtype: Any = np.float32, out: Any = None
 ) -> Any:
@@ -189,22 +212,7 @@ def sinusoidal_3d(
     c = 2·ceil(dim/6) channels per axis (depth, height, width in that order),
     interleaved sin/cos with ω_i = base^(-2i/c), cut to ``dim``.
 
-    Parameters
-    ----------
-    depth, height, width : int
-        Grid size (>= 0).
-    dim : int
-        Channels per cell (>= 1).
-    base : float
-        The frequency base (> 0, not 1).
-    dtype : float32, float64, float16 or bfloat16
-        Result dtype; computed in float64, rounded once.
-    out : array of shape [depth, height, width, dim] and dtype ``dtype``, optional
-        Written in place and returned.
-
-    Returns
-    -------
-    ndarray of shape [depth, height, width, dim]
+__GRID_PARAMETERS__
 
     Examples
     --------
@@ -212,18 +220,15 @@ def sinusoidal_3d(
     >>> posenc.sinusoidal_3d(2, 2, 2, 7).shape
     (2, 2, 2, 7)
     """
-    if not _backend.use_native():
-        return ref.sinusoidal_3d(depth, height, width, dim, base=base, dtype=dtype, out=out)
-    plan = ref._plan_grid((depth, height, width), dim, base, dtype, out)
-    target = _grid(plan)
-    return target if out is None else out
+    return _grid((depth, height, width), dim, base, dtype, out)
 
 
 def concat_positional(x: Any, pe: Any, *, out: Any = None) -> Any:
     """Concatenate features and encodings: ``[..., seq, dim]``, ``[..., seq, pe_dim]`` → ``[..., seq, dim + pe_dim]``.
 
     ``pe`` broadcasts over x's leading axes (a ``[seq, pe_dim]`` table serves
-    every batch). The result dtype is ``np.result_type(x, pe)``.
+    every batch). The result dtype is ``np.result_type(x, pe)``. A pure copy,
+    which NumPy does at memory speed: both backends run this same code.
 
     Parameters
     ----------
@@ -241,4 +246,21 @@ def concat_positional(x: Any, pe: Any, *, out: Any = None) -> Any:
     >>> posenc.concat_positional(np.ones((2, 3, 4), np.float32), posenc.sinusoidal(3, 2)).shape
     (2, 3, 6)
     """
-    return ref.concat_positional(x, pe, out=out)
+    xa = _checks.float_array(x, "x")
+    pa = _checks.float_array(pe, "pe")
+    if xa.ndim < 2 or pa.ndim < 2:
+        raise ValueError(f"x and pe must have shape [..., seq, features], got {xa.shape} and {pa.shape}")
+    if xa.shape[-2] != pa.shape[-2]:
+        raise ValueError(f"x has seq length {xa.shape[-2]} but pe has {pa.shape[-2]}")
+    try:
+        lead = np.broadcast_shapes(xa.shape[:-1], pa.shape[:-1])
+    except ValueError:
+        raise ValueError(f"pe of shape {pa.shape} does not broadcast against x of shape {xa.shape}") from None
+    dt = np.result_type(xa.dtype, pa.dtype)
+    shape = lead + (xa.shape[-1] + pa.shape[-1],)
+    _checks.result_size(shape, dt, "the result")
+    target = _checks.output(out, shape, dt, [(xa, "x"), (pa, "pe")])
+    result = np.empty(shape, dt) if target is None else target
+    result[..., : xa.shape[-1]] = xa
+    result[..., xa.shape[-1] :] = pa
+    return result if out is None else out

@@ -1,0 +1,13 @@
+"""Executor 1: each plan handed to the compiled kernels (``posenc._native``).
+
+One module per family registers, with ``posenc._api.native``, a function
+per plan type: it allocates the result (or takes the caller's ``out``),
+passes the plan's arrays to one kernel and returns. No validation happens
+here (the plan is valid) and no maths beyond what a kernel's argument needs.
+"""
+
+from . import sinusoidal  # noqa: F401 (each module registers its family's executors)
+from . import learned  # noqa: F401
+from . import relative  # noqa: F401
+from . import rope  # noqa: F401
+from . import vision  # noqa: F401

@@ -1,0 +1,125 @@
+"""Native executors of the vision plans (kernels: cpp/src/sinusoidal.cpp, cpp/src/relative.cpp, cpp/src/vision.cpp)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Tuple
+
+import numpy as np
+
+from .. import _api
+from .._backend import native
+from .._plans.vision import DetrSine, SinusoidalGridRows, SinusoidalRows, SwinBias, detr_encode, detr_positions, encode
+from .._rounding import round_once
+from ._memory import aligned, write
+
+
+def _as_rows(dest: np.ndarray, rows: int, cols: int, fill: Callable[[np.ndarray], None]) -> None:
+    """Run ``fill`` on ``dest`` seen as [rows, cols]; through a contiguous twin when no such view exists."""
+    view = dest.view()
+    try:
+        view.shape = (rows, cols)
+    except AttributeError:  # the leading axes of a strided out do not merge without a copy
+        twin = np.empty((rows, cols), dest.dtype)
+        fill(twin)
+        dest[...] = twin.reshape(dest.shape)
+        return
+    fill(view)
+
+
+@_api.native(SinusoidalRows)
+def rows(plan: SinusoidalRows) -> Any:
+    n, dim = plan.coords.shape[0], plan.shape[-1]
+
+    def fill(dest: np.ndarray) -> None:
+        first = 0
+        for a, w in enumerate(plan.freqs):
+            last = first + 2 * w.shape[0]
+            # Axis a's column block: the table kernel walks the row stride of the whole row.
+            native.sinusoidal_table(dest[:, first:last], np.ascontiguousarray(plan.coords[:, a]), 0.0, w,
+                                    plan.interleaved)
+            first = last
+
+    def run(dest: np.ndarray) -> None:
+        if n and dim:
+            _as_rows(dest, n, dim, fill)
+
+    return _api.returned(plan.out, write(plan.out, plan.shape, plan.dtype, run))
+
+
+@_api.native(SinusoidalGridRows)
+def grid_rows(plan: SinusoidalGridRows) -> Any:
+    axes = len(plan.grid)
+
+    def fill(dest: np.ndarray) -> None:
+        dest[: plan.zero_rows] = 0
+        cells = dest[plan.zero_rows :].reshape(plan.grid + (plan.shape[1],))  # splits one axis: always a view
+        first = 0
+        for block in plan.blocks:
+            # The block's rows, one per index of its axis, rounded once; the copy kernel
+            # repeats them over the other axes: [other axes..., axis, channels] reads row
+            # i of the lookup row reversed (its Toeplitz convention, one distance = c elements).
+            emb = round_once(encode(np.multiply.outer(block.positions, block.freqs), plan.interleaved), plan.dtype)
+            c = emb.shape[1]
+            lut = np.ascontiguousarray(emb[::-1]).reshape(1, -1)
+            view = np.moveaxis(cells[..., first : first + c], block.axis, axes - 1)
+            native.toeplitz_copy(view, lut, c)
+            first += c
+
+    return _api.returned(plan.out, write(plan.out, plan.shape, plan.dtype, fill))
+
+
+@_api.native(SwinBias)
+def swin_bias(plan: SwinBias) -> Any:
+    wh, ww = plan.window
+    heads = plan.table.shape[1]
+    # One lookup row per (head, query column j1): the runs of every row offset end to
+    # end, so that each row of N is one contiguous slice (cpp/include/posenc/vision.hpp):
+    # lut[h, j1, q·ww + j2] = table[(2wh − 2 − q)·(2ww − 1) + (j1 − j2 + ww − 1), h].
+    by_offset = plan.table.T.reshape(heads, 2 * wh - 1, 2 * ww - 1)[:, ::-1, :]  # [h, q, column offset]
+    j = np.arange(ww)
+    runs = by_offset[:, :, j[:, None] - j[None, :] + (ww - 1)]  # [h, q, j1, j2]
+    lut = np.ascontiguousarray(runs.transpose(0, 2, 1, 3)).reshape(heads, ww, (2 * wh - 1) * ww)
+    x = None if plan.scores is None else aligned(plan.scores)
+    dest = write(plan.out, plan.shape, plan.dtype, lambda d: native.swin_bias(x, d, lut, wh, ww))
+    return _api.returned(plan.out, dest)
+
+
+def _detr_block(counts: Any, n: int, along: int, plan: DetrSine) -> Tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of one DETR block and the row of each pixel: (table [K, F] in the dtype, int64 index).
+
+    ``counts``: int64 [batch, h, w] cumulative counts along axis ``along`` (1: y,
+    2: x), or None for no mask (then pixel k along the axis has count k + 1 and
+    the index repeats with a period: the lookup kernel reuses it). A position
+    is a function of (count, the axis' last count), both small integers, so
+    the sines are evaluated once per distinct pair, not once per pixel.
+    """
+    batch, h, w, _ = plan.shape
+    if counts is None:
+        values = detr_positions(np.arange(1, n + 1), np.full(n, n), plan.normalize, plan.scale)
+        index = np.arange(n, dtype=np.int64)
+        if along == 1:  # y: pixel (b, i, j) reads row i: period h·w
+            index = np.repeat(index, w)
+    elif not plan.normalize:
+        values = detr_positions(np.arange(n + 1), np.zeros(1), False, plan.scale)
+        index = counts.reshape(-1)
+    else:
+        last = counts[:, -1:, :] if along == 1 else counts[:, :, -1:]
+        lasts, which = np.unique(last, return_inverse=True)
+        values = detr_positions(np.arange(n + 1)[None, :], lasts[:, None], True, plan.scale).reshape(-1)
+        index = (which.reshape(last.shape) * (n + 1) + counts).reshape(-1)
+    table = round_once(detr_encode(values, plan.dim_t), plan.dtype)
+    return table, np.ascontiguousarray(index, dtype=np.int64)
+
+
+@_api.native(DetrSine)
+def detr_sine(plan: DetrSine) -> Any:
+    batch, h, w, _ = plan.shape
+
+    def fill(dest: np.ndarray) -> None:
+        if dest.size == 0:
+            return
+        y_table, y_index = _detr_block(plan.y_count, h, 1, plan)
+        x_table, x_index = _detr_block(plan.x_count, w, 2, plan)
+        native.detr_gather(y_table, y_index, x_table, x_index, dest)
+
+    return _api.returned(plan.out, write(plan.out, plan.shape, plan.dtype, fill))

@@ -1,0 +1,591 @@
+"""Plans of the rotary family (RoPE), and its shared maths: the frequencies and attention scaling of every
+scaling scheme, M-RoPE's pair axes, the positions of a packed batch.
+
+Rotation of feature pair (u, v) by angle θ = position·ω_j, scaled by the
+scheme's attention scaling a (Su et al. 2021, "RoFormer", eq. 34):
+    u' = a·(u·cos θ − v·sin θ),   v' = a·(v·cos θ + u·sin θ)
+Pairs are (j, j + rotary_dim/2) (GPT-NeoX / Llama "rotate_half") or
+(2j, 2j + 1) (GPT-J, the RoFormer paper, Meta's llama reference code).
+
+The frequencies ω_j and the scaling a are computed here, once, in float64;
+both executors rotate with these very numbers. A call's arguments are
+checked in two steps that every entry point (``apply_rope``,
+``apply_rope_qk``, ``RotaryEmbedding``) shares: :func:`rope_params` (what
+the operands share: pairing, frequencies, scaling, M-RoPE, the position of
+every row) and :func:`rotation` (one operand and its ``out``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Dict, FrozenSet, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import _checks
+from .._checks import Out
+
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope")
+# Names model configs use for the same schemes: Phi-3's first 128k configs
+# said "su" (LongRoPE); Qwen2-VL's say "mrope" (default frequencies, the
+# sections are apply_rope's mrope_section).
+_TYPE_ALIASES = {"su": "longrope", "mrope": "default"}
+
+# (required keys, optional keys) per scheme, as transformers' config
+# validation (RotaryEmbeddingConfigMixin._validate_*_rope_parameters) lists
+# them, plus the `seq_len` the dynamic schemes are evaluated at.
+_KEYS: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {
+    "default": (frozenset(), frozenset()),
+    "linear": (frozenset({"factor"}), frozenset()),
+    "dynamic": (frozenset({"factor", "original_max_position_embeddings"}), frozenset({"seq_len"})),
+    "yarn": (
+        frozenset({"factor", "original_max_position_embeddings"}),
+        frozenset({"beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim", "truncate"}),
+    ),
+    "llama3": (
+        frozenset({"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}),
+        frozenset(),
+    ),
+    "longrope": (
+        frozenset({"short_factor", "long_factor", "original_max_position_embeddings"}),
+        frozenset({"factor", "attention_factor", "seq_len"}),
+    ),
+}
+_COMMON_KEYS = frozenset({"type", "rope_type", "rope_theta"})
+# Keys model configs carry next to the scaling that are not frequency parameters.
+_MISPLACED = {
+    "partial_rotary_factor": "pass dim=int(head_dim * partial_rotary_factor) (apply_rope: rotary_dim=)",
+    "mrope_section": "pass mrope_section= to apply_rope",
+    "mrope_interleaved": "pass mrope_interleaved= to apply_rope",
+}
+# Schemes whose frequencies follow the sequence length (scaling['seq_len']).
+SEQ_DEPENDENT = ("dynamic", "longrope")
+
+
+# ------------------------------------------------------------------ plans
+
+
+class RopeParams(NamedTuple):
+    """The rotation every operand of one call undergoes (q and k share it), and the position of every row."""
+
+    seq_axis: int  # -3 ([..., seq, heads, head_dim]) or -2 ([..., heads, seq, head_dim])
+    rotary_dim: int
+    inv_freq: np.ndarray  # float64 [rotary_dim / 2]
+    scale: float  # attention scaling (the kernels negate sin for inverse)
+    pair_axis: Optional[np.ndarray]  # int64 [rotary_dim / 2]: positions axis of each pair (M-RoPE)
+    interleaved: bool
+    inverse: bool
+    positions: Optional[np.ndarray]  # float64 [axes, groups, seq], C order; None: start + arange(seq)
+    start: float
+    grouped: bool  # the groups of positions follow the operands' axis 0 (the batch)
+
+
+class RopeRotation(NamedTuple):
+    """``apply_rope``: ``x`` rotated into ``out`` (or a new array)."""
+
+    x: np.ndarray
+    params: RopeParams
+    out: Optional[Out]
+
+
+class RopeRotationQK(NamedTuple):
+    """``apply_rope_qk`` and ``RotaryEmbedding.__call__``: q and k by the same rotation, in one pass."""
+
+    q: RopeRotation
+    k: RopeRotation
+
+
+class RopeCosSin(NamedTuple):
+    """``rope_cos_sin``: ``a·cos(p·ω)`` and ``a·sin(p·ω)``, each ``[n, len(inv_freq)]``."""
+
+    positions: Optional[np.ndarray]  # float64 [n]; None: arange(n)
+    n: int
+    inv_freq: np.ndarray
+    scale: float
+    dtype: np.dtype
+
+
+# ------------------------------------------------------------------ scaling schemes
+
+
+def _scaling_type(scaling: Dict[str, Any]) -> str:
+    names = [scaling[k] for k in ("type", "rope_type") if scaling.get(k) is not None]
+    if len(names) == 2 and names[0] != names[1]:
+        raise ValueError(f"scaling['type'] = {names[0]!r} and scaling['rope_type'] = {names[1]!r} disagree")
+    name = names[0] if names else "default"
+    if not isinstance(name, str):
+        raise ValueError(f"scaling['rope_type'] must be a string, got {name!r}")
+    name = _TYPE_ALIASES.get(name, name)
+    if name not in ROPE_TYPES:
+        raise ValueError(f"scaling['rope_type'] must be one of {', '.join(map(repr, ROPE_TYPES))}, got {name!r}")
+    return name
+
+
+def normalise_scaling(scaling: Any, base: float) -> Tuple[str, Dict[str, Any]]:
+    """The scheme's name and its parameters (None values dropped), every key checked (``base`` validated)."""
+    if scaling is None:
+        return "default", {}
+    if not isinstance(scaling, dict):
+        raise TypeError(f"scaling must be None or a dict, got {type(scaling).__name__}")
+    kind = _scaling_type(scaling)
+    required, optional = _KEYS[kind]
+    for key in scaling:
+        if key in _MISPLACED:
+            raise ValueError(f"scaling[{key!r}] is not a frequency parameter: {_MISPLACED[key]}")
+        if key not in required | optional | _COMMON_KEYS:
+            allowed = ", ".join(sorted(required | optional)) or "none"
+            raise ValueError(f"scaling[{key!r}] is not a parameter of rope_type {kind!r} (its keys: {allowed})")
+    params = {k: v for k, v in scaling.items() if v is not None and k not in _COMMON_KEYS}
+    missing = sorted(required - params.keys())
+    if missing:
+        raise ValueError(f"rope_type {kind!r} needs scaling[{missing[0]!r}]")
+    theta = scaling.get("rope_theta")
+    if theta is not None and float(theta) != base:
+        raise ValueError(f"scaling['rope_theta'] = {theta} disagrees with base = {base}: pass base={theta}")
+    return kind, params
+
+
+# Every bad value in a scaling dict is a ValueError naming its key (a config is data, not a call's argument).
+
+def _number(params: Dict[str, Any], key: str, *, minimum_exclusive: Optional[float] = 0.0,
+            minimum: Optional[float] = None) -> float:
+    value = params[key]
+    try:
+        result = _checks.real(value, "")
+    except TypeError:
+        raise ValueError(f"scaling[{key!r}] must be a real number, got {value!r}") from None
+    except ValueError:  # not finite
+        raise ValueError(f"scaling[{key!r}] must be finite, got {float(value)}") from None
+    if minimum_exclusive is not None and not result > minimum_exclusive:
+        raise ValueError(f"scaling[{key!r}] must be > {minimum_exclusive:g}, got {result}")
+    if minimum is not None and result < minimum:
+        raise ValueError(f"scaling[{key!r}] must be >= {minimum:g}, got {result}")
+    return result
+
+
+def _flag(params: Dict[str, Any], key: str, default: bool) -> bool:
+    value = params.get(key, default)
+    try:
+        return _checks.boolean(value, f"scaling[{key!r}]")
+    except TypeError:
+        raise ValueError(f"scaling[{key!r}] must be a bool, got {value!r}") from None
+
+
+def _factor_list(params: Dict[str, Any], key: str, half: int) -> np.ndarray:
+    value = params[key]
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"scaling[{key!r}] must be a list of numbers, got {type(value).__name__}") from None
+    if arr.ndim != 1 or arr.shape[0] != half:
+        raise ValueError(f"scaling[{key!r}] must hold dim/2 = {half} numbers, got shape {arr.shape}")
+    if not (np.isfinite(arr).all() and (arr > 0).all()):
+        raise ValueError(f"scaling[{key!r}] must hold finite numbers > 0")
+    return arr
+
+
+def _seq_len(params: Dict[str, Any]) -> Optional[int]:
+    if "seq_len" not in params:
+        return None
+    try:
+        return _checks.integer(params["seq_len"], "scaling['seq_len']", minimum=0)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _default_inv_freq(dim: int, base: float) -> np.ndarray:
+    # ω_j = 1 / base^(2j/dim), in the form every reference implementation
+    # writes it (RoFormer, GPT-NeoX, transformers' default rope), here in float64.
+    return 1.0 / base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+
+
+@functools.lru_cache(maxsize=64)
+def default_frequencies(dim: int, base: Any) -> np.ndarray:
+    """Read-only default frequencies of a validated ``dim`` and a ``base`` checked here (a ValueError or
+    TypeError naming it), cached: a decode step neither recomputes nor rechecks them.
+
+    Only for a ``base`` of type float or int (hashable, and equal only to numbers equally valid).
+    """
+    w = _default_inv_freq(dim, _checks.base(base))
+    w.flags.writeable = False
+    return w
+
+
+def _yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    # YaRN's attention temperature sqrt(1/t) = 0.1·ln(s) + 1 (Peng et al. 2023,
+    # eq. 22), with DeepSeek-V2's multiplier on ln(s) (`yarn_get_mscale`).
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+
+def _yarn(dim: int, base: float, p: Dict[str, Any]) -> Tuple[np.ndarray, float]:
+    """YaRN (Peng et al. 2023, arXiv:2309.00071), as in transformers' `_compute_yarn_parameters`
+    and DeepSeek-V2/V3's `DeepseekV3YarnRotaryEmbedding`."""
+    factor = _number(p, "factor")
+    original = _number(p, "original_max_position_embeddings")
+    beta_fast = _number(p, "beta_fast") if "beta_fast" in p else 32.0
+    beta_slow = _number(p, "beta_slow") if "beta_slow" in p else 1.0
+    if beta_fast < beta_slow:
+        raise ValueError(f"scaling['beta_fast'] ({beta_fast}) must be >= scaling['beta_slow'] ({beta_slow})")
+    truncate = _flag(p, "truncate", True)
+    if "attention_factor" in p:
+        attention = _number(p, "attention_factor")
+    else:
+        # DeepSeek's definition: mscale (default 1) over mscale_all_dim
+        # (default 0, i.e. a denominator of 1). It equals transformers'
+        # whenever both or neither key is given (every published config);
+        # transformers ignores a lone mscale or mscale_all_dim.
+        mscale = _number(p, "mscale", minimum_exclusive=None, minimum=0.0) if "mscale" in p else 1.0
+        mscale_all = _number(p, "mscale_all_dim", minimum_exclusive=None, minimum=0.0) if "mscale_all_dim" in p else 0.0
+        attention = _yarn_mscale(factor, mscale) / _yarn_mscale(factor, mscale_all)
+
+    def correction_dim(rotations: float) -> float:
+        # The feature index whose wavelength fits `rotations` times into the
+        # original context (YaRN eq. 15-17; `find_correction_dim`).
+        return dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001  # as the reference implementations: avoid 0/0 in the ramp
+    ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
+    pos_freqs = base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+    extrapolation, interpolation = 1.0 / pos_freqs, 1.0 / (factor * pos_freqs)
+    # ramp 0 (high frequencies): keep; ramp 1 (low frequencies): interpolate by `factor`.
+    return interpolation * ramp + extrapolation * (1.0 - ramp), attention
+
+
+def _llama3(dim: int, base: float, p: Dict[str, Any]) -> Tuple[np.ndarray, float]:
+    """Llama 3.1's frequency-dependent interpolation (Meta's `apply_scaling` in
+    llama-models' reference `model.py`; transformers' `_compute_llama3_parameters`)."""
+    factor = _number(p, "factor")
+    low_ff = _number(p, "low_freq_factor")
+    high_ff = _number(p, "high_freq_factor")
+    original = _number(p, "original_max_position_embeddings")
+    if not low_ff < high_ff:
+        raise ValueError(f"scaling['low_freq_factor'] ({low_ff}) must be < scaling['high_freq_factor'] ({high_ff})")
+    inv_freq = _default_inv_freq(dim, base)
+    low_wavelen, high_wavelen = original / low_ff, original / high_ff
+    wavelen = 2 * math.pi / inv_freq
+    # Short wavelengths stay, long ones are divided by factor, and in between
+    # the two are blended linearly in original/wavelen.
+    scaled = np.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+    smooth = (original / wavelen - low_ff) / (high_ff - low_ff)
+    blended = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
+    return np.where(medium, blended, scaled), 1.0
+
+
+def _longrope(dim: int, base: float, p: Dict[str, Any]) -> Tuple[np.ndarray, float]:
+    """LongRoPE (Ding et al. 2024, arXiv:2402.13753) as Phi-3/Phi-3.5/Phi-4-mini use it
+    (transformers' `_compute_longrope_parameters`, Phi-3's `Phi3LongRoPEScaledRotaryEmbedding`)."""
+    half = dim // 2
+    short = _factor_list(p, "short_factor", half)
+    long = _factor_list(p, "long_factor", half)
+    original = _number(p, "original_max_position_embeddings", minimum_exclusive=1.0)
+    seq_len = _seq_len(p)
+    if "attention_factor" in p:
+        attention = _number(p, "attention_factor")
+    elif "factor" in p:
+        factor = _number(p, "factor")
+        # sqrt(1 + ln(s)/ln(L_original)) (LongRoPE; Phi-3's `scaling_factor`).
+        attention = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
+    else:
+        raise ValueError("rope_type 'longrope' needs scaling['factor'] (max_position_embeddings / "
+                         "original_max_position_embeddings) or scaling['attention_factor']")
+    # The long factors serve sequences longer than the original context.
+    ext = long if seq_len is not None and seq_len > original else short
+    return 1.0 / (ext * base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)), attention
+
+
+def scheme_frequencies(dim: int, base: float, kind: str, params: Dict[str, Any]) -> Tuple[np.ndarray, float]:
+    """``(inv_freq, attention_scaling)`` of a normalised scheme (:func:`normalise_scaling`), validated ``dim``/``base``.
+
+    Each parameter's value is checked here, where the scheme reads it.
+    """
+    if kind == "default":
+        return _default_inv_freq(dim, base), 1.0
+    if kind == "linear":
+        # Position interpolation (Chen et al. 2023; kaiokendev): θ = (p/s)·ω.
+        return _default_inv_freq(dim, base) / _number(params, "factor"), 1.0
+    if kind == "dynamic":
+        # Dynamic NTK-aware scaling (bloc97, emozilla; transformers'
+        # `_compute_dynamic_ntk_parameters`): the base grows with the sequence,
+        # base' = base·(s·L/L_orig − (s − 1))^(dim/(dim−2)), L = max(seq_len, L_orig).
+        factor = _number(params, "factor")
+        original = _number(params, "original_max_position_embeddings")
+        length = max(float(_seq_len(params) or 0), original)
+        if dim > 2:  # with one pair, ω_0 = base'^0 = 1 whatever the base
+            base = base * ((factor * length / original) - (factor - 1)) ** (dim / (dim - 2))
+        return _default_inv_freq(dim, base), 1.0
+    if kind == "yarn":
+        return _yarn(dim, base, params)
+    if kind == "llama3":
+        return _llama3(dim, base, params)
+    return _longrope(dim, base, params)
+
+
+def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: Any = None) -> Tuple[np.ndarray, float]:
+    """RoPE frequencies ω_j and attention scaling of a scaling scheme, in float64.
+
+    Parameters
+    ----------
+    dim : int
+        Rotary dimension (even, > 0; ``int(head_dim * partial_rotary_factor)``).
+    base : float
+        ``rope_theta`` (> 0, not 1).
+    scaling : dict, optional
+        A model config's ``rope_scaling`` / ``rope_parameters``. ``"type"`` or
+        ``"rope_type"`` (they must agree) is one of:
+
+        - ``"default"`` (or absent; ``"mrope"`` too): ω_j = base^(-2j/dim).
+        - ``"linear"``: ``factor``; ω_j / factor (position interpolation).
+        - ``"dynamic"``: ``factor``, ``original_max_position_embeddings``
+          (the config's ``max_position_embeddings``, which transformers uses
+          here), ``seq_len`` (default: the original length). NTK-aware base
+          base·(factor·L/L_orig − factor + 1)^(dim/(dim−2)), L = max(seq_len, L_orig).
+        - ``"yarn"``: ``factor``, ``original_max_position_embeddings``,
+          ``beta_fast`` = 32, ``beta_slow`` = 1, ``truncate`` = True,
+          ``attention_factor`` (default (0.1·mscale·ln f + 1)/(0.1·mscale_all_dim·ln f + 1),
+          ``mscale`` = 1, ``mscale_all_dim`` = 0: 0.1·ln f + 1 for plain YaRN,
+          the DeepSeek-V2/V3 ratio when both are given).
+        - ``"llama3"``: ``factor``, ``low_freq_factor``, ``high_freq_factor``,
+          ``original_max_position_embeddings`` (all required).
+        - ``"longrope"`` (alias ``"su"``): ``short_factor``, ``long_factor``
+          (dim/2 numbers each), ``original_max_position_embeddings``, ``factor``
+          (max/original length; needed unless ``attention_factor`` is given),
+          ``attention_factor`` (default sqrt(1 + ln f / ln L_orig)), ``seq_len``
+          (long factors when seq_len > L_orig).
+
+        ``rope_theta`` may appear and must equal ``base``. Values of None count
+        as absent. ``factor`` is required where transformers would fall back
+        to ``max_position_embeddings / original_max_position_embeddings``
+        (yarn; longrope without ``attention_factor``): pass that ratio. Unknown types or keys, missing required keys and invalid
+        values raise ValueError naming the key.
+
+    Returns
+    -------
+    inv_freq : ndarray float64 [dim/2]
+    attention_scaling : float
+        Multiplies cos and sin (YaRN's mscale, LongRoPE's scaling factor; 1 otherwise).
+
+    Notes
+    -----
+    Each scheme follows its authors' code and Hugging Face transformers'
+    ``modeling_rope_utils`` parameter for parameter, evaluated in float64
+    (transformers rounds ω to float32; the difference is below 1e-7 relative).
+    The formulas and their sources are in ``posenc/_plans/rope.py``. Both
+    backends use these frequencies (this function is the same in
+    :mod:`posenc.reference`).
+
+    Examples
+    --------
+    >>> import posenc
+    >>> w, a = posenc.rope_inv_freq(8, base=10000.0)
+    >>> [float(v) for v in w], a
+    ([1.0, 0.1, 0.01, 0.001], 1.0)
+    >>> w, a = posenc.rope_inv_freq(128, scaling={"rope_type": "yarn", "factor": 4.0,
+    ...                                           "original_max_position_embeddings": 32768})
+    >>> round(a, 6)                                   # 0.1·ln 4 + 1
+    1.138629
+    """
+    dim = _checks.even_dim(dim)
+    base = _checks.base(base)
+    return scheme_frequencies(dim, base, *normalise_scaling(scaling, base))
+
+
+# ------------------------------------------------------------------ M-RoPE and packed batches
+
+
+def mrope_pair_axes(section: Sequence[int], interleaved: bool) -> np.ndarray:
+    """Which positions axis each frequency pair takes its angle from (M-RoPE), int64 [sum(section)].
+
+    Contiguous (Qwen2-VL, Qwen2.5-VL ``apply_multimodal_rotary_pos_emb``): the
+    first section[0] pairs take axis 0 (time), the next section[1] axis 1
+    (height), the last section[2] axis 2 (width).
+    Interleaved (Qwen3-VL ``apply_interleaved_mrope``): pair j takes axis
+    j mod 3 while j < 3·section[j mod 3], otherwise axis 0.
+    """
+    if interleaved:
+        half = int(sum(section))
+        j = np.arange(half)
+        sec = np.asarray(section)[j % 3]
+        return np.where(j < 3 * sec, j % 3, 0).astype(np.int64)
+    return np.repeat(np.arange(len(section), dtype=np.int64), section)
+
+
+def _pair_axes(mrope_section: Any, mrope_interleaved: Any, half: int) -> Optional[np.ndarray]:
+    interleaved = _checks.boolean(mrope_interleaved, "mrope_interleaved")
+    if mrope_section is None:
+        if interleaved:
+            raise ValueError("mrope_interleaved=True needs mrope_section")
+        return None
+    if isinstance(mrope_section, (str, bytes)) or not hasattr(mrope_section, "__len__"):
+        raise TypeError(f"mrope_section must be a sequence of integers, got {type(mrope_section).__name__}")
+    section = [_checks.integer(s, "mrope_section", minimum=0) for s in mrope_section]
+    if len(section) != 3:
+        raise ValueError(f"mrope_section must hold 3 sections (t, h, w), got {len(section)}")
+    if sum(section) != half:
+        raise ValueError(f"mrope_section must sum to rotary_dim/2 = {half}, got {sum(section)} ({tuple(section)})")
+    return mrope_pair_axes(section, interleaved)
+
+
+def positions_from_cu_seqlens(cu_seqlens: Any) -> np.ndarray:
+    """Positions of every token of a packed batch, restarting at 0 at each sequence start.
+
+    Parameters
+    ----------
+    cu_seqlens : array_like of int, shape [n_seqs + 1]
+        Cumulative lengths ``[0, n0, n0 + n1, ...]`` (flash-attention's varlen
+        convention): starts at 0, non-decreasing.
+
+    Returns
+    -------
+    ndarray int64 of shape [cu_seqlens[-1]]; feed it to :func:`apply_rope` as positions.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.positions_from_cu_seqlens([0, 3, 5, 5, 7]).tolist()
+    [0, 1, 2, 0, 1, 0, 1]
+    """
+    arr = _checks.as_array(cu_seqlens, "cu_seqlens")
+    if arr.ndim != 1 or arr.shape[0] < 1:
+        raise ValueError(f"cu_seqlens must be a non-empty 1-D array, got shape {arr.shape}")
+    cu = _checks.integer_array(arr, "cu_seqlens").astype(np.int64)
+    if cu[0] != 0:
+        raise ValueError(f"cu_seqlens must start at 0, got {int(cu[0])}")
+    lengths = np.diff(cu)
+    if (lengths < 0).any():
+        raise ValueError("cu_seqlens must be non-decreasing")
+    total = int(cu[-1])
+    return np.arange(total, dtype=np.int64) - np.repeat(cu[:-1], lengths)
+
+
+# ------------------------------------------------------------------ the three steps of a rotation's plan
+
+
+def _given_frequencies(inv_freq: Any, half: int) -> np.ndarray:
+    freqs = np.asarray(_checks.as_array(inv_freq, "inv_freq"))
+    if freqs.dtype.kind not in "fiu" or freqs.shape != (half,):
+        raise ValueError(f"inv_freq must be a real vector of rotary_dim/2 = {half} entries, got "
+                         f"shape {freqs.shape} and dtype {freqs.dtype}")
+    freqs = np.require(freqs, np.float64, ["C", "A"])  # aligned: the kernels load doubles
+    if not np.isfinite(freqs).all():
+        raise ValueError("inv_freq must be finite")
+    return freqs
+
+
+def rope_params(operands: Sequence[Tuple[np.ndarray, str]], *, positions: Any, offset: Any, base: Any,
+                scaling: Any, inv_freq: Any, attention_scaling: Any, rotary_dim: Any, interleaved: Any,
+                seq_axis: Any, inverse: Any, mrope_section: Any, mrope_interleaved: Any) -> RopeParams:
+    """Check the arguments every operand shares against the operands (floating arrays with their names), once.
+
+    ``operands``: x alone, or q and k, which share the layout, the batch, the
+    sequence and the rotated features (rotary_dim, by default their common
+    head_dim, which must then be even and > 0).
+    """
+    interleaved = _checks.boolean(interleaved, "interleaved")
+    inverse = _checks.boolean(inverse, "inverse")
+    # -3.0 == -3, so a float passed the value test and failed later as an index (a TypeError
+    # that did not name seq_axis): integers only.
+    if type(seq_axis) is not int and (isinstance(seq_axis, (bool, np.bool_)) or not isinstance(seq_axis, np.integer)) \
+            or seq_axis not in (-3, -2):
+        raise ValueError(f"seq_axis must be -3 ([..., seq, heads, dim]) or -2 ([..., heads, seq, dim]), got {seq_axis!r}")
+    seq_axis = int(seq_axis)
+    first, first_name = operands[0]
+    rdim = None if rotary_dim is None else _checks.even_dim(rotary_dim, "rotary_dim")
+    for x, name in operands:
+        if x.ndim < -seq_axis:
+            layout = "[..., seq, heads, head_dim]" if seq_axis == -3 else "[..., seq, head_dim]"
+            raise ValueError(f"{name} must have shape {layout} (at least {-seq_axis} axes), got shape {x.shape}")
+        if rdim is not None:
+            if rdim > x.shape[-1]:
+                raise ValueError(f"rotary_dim must be <= head_dim = {x.shape[-1]}, got {rdim}")
+        elif x.shape[-1] % 2:
+            raise ValueError(f"{name}.shape[-1] (head_dim) must be even, got {x.shape[-1]}")
+        elif x.shape[-1] != first.shape[-1]:
+            raise ValueError(f"{first_name} and {name} have head_dim {first.shape[-1]} and {x.shape[-1]}: pass "
+                             "rotary_dim (<= both) to rotate the same features of each")
+        if x.shape[seq_axis] != first.shape[seq_axis]:
+            raise ValueError(f"{first_name} and {name} must have the same seq length, got {first.shape} and {x.shape}")
+    if rdim is None:
+        rdim = int(first.shape[-1])
+    if rdim == 0:
+        raise ValueError(f"{first_name}.shape[-1] (head_dim) must be > 0")
+    if inv_freq is not None:
+        if scaling is not None:
+            raise ValueError("give either inv_freq or scaling, not both")
+        freqs = _given_frequencies(inv_freq, rdim // 2)
+        _checks.base(base)
+        scale = 1.0
+    elif scaling is None:
+        freqs = default_frequencies(rdim, base if type(base) in (float, int) else _checks.base(base))
+        scale = 1.0
+    else:
+        base = _checks.base(base)
+        freqs, scale = scheme_frequencies(rdim, base, *normalise_scaling(scaling, base))
+    if attention_scaling is not None:
+        scale = _checks.real(attention_scaling, "attention_scaling")
+    pair_axis = None if mrope_section is None and mrope_interleaved is False else (
+        _pair_axes(mrope_section, mrope_interleaved, rdim // 2))
+    start = _checks.offset(offset, first.shape[seq_axis])  # positions exact in float64
+    if positions is None:
+        return RopeParams(seq_axis, rdim, freqs, scale, pair_axis, interleaved, inverse, None, float(start), False)
+    values, grouped = _rows(positions, start, operands, seq_axis, 1 if pair_axis is None else 3)
+    return RopeParams(seq_axis, rdim, freqs, scale, pair_axis, interleaved, inverse, values, 0.0, grouped)
+
+
+def _rows(positions: Any, start: int, operands: Sequence[Tuple[np.ndarray, str]], seq_axis: int, axes: int
+          ) -> Tuple[np.ndarray, bool]:
+    """``positions`` [seq] / [batch, seq] ([axes, ...] with M-RoPE) as float64 [axes, groups, seq], and
+    whether the groups follow the operands' axis 0 (the batch)."""
+    if start != 0:
+        raise ValueError("give either positions or offset, not both")
+    (first, first_name) = operands[0]
+    seq = first.shape[seq_axis]
+    arr = _checks.as_array(positions, "positions")
+    values = _checks.position_values(arr, "positions")
+    lead = (axes,) if axes > 1 else ()
+    if values.ndim == len(lead) + 1 and values.shape[:len(lead)] == lead:
+        values = values.reshape(lead + (1,) + values.shape[-1:])
+    if values.ndim != len(lead) + 2 or values.shape[:len(lead)] != lead:
+        expected = f"[{'axes, ' if axes > 1 else ''}seq] or [{'axes, ' if axes > 1 else ''}batch, seq]"
+        raise ValueError(f"positions must have shape {expected}, got {arr.shape}")
+    if values.shape[-1] != seq:
+        raise ValueError(f"positions has {values.shape[-1]} entries per row but {first_name} has seq length {seq}")
+    groups = values.shape[-2]
+    values = np.ascontiguousarray(values.reshape(axes, groups, seq))
+    if groups == 1:
+        return values, False
+    for x, name in operands:
+        if x.ndim + seq_axis == 0 or x.shape[0] != groups:
+            raise ValueError(f"positions of shape {arr.shape} need {name}'s axis 0 to be a batch of {groups}, "
+                             f"{name} has shape {x.shape} with the sequence on axis {x.ndim + seq_axis}")
+    return values, True
+
+
+def rotation(x: np.ndarray, out: Any, params: RopeParams, name: str = "x", out_name: str = "out") -> RopeRotation:
+    """One operand's plan: ``x`` (checked by :func:`rope_params`) and its ``out``."""
+    return RopeRotation(x, params, _checks.out_target(out, x.shape, x.dtype, [(x, name)], name=out_name))
+
+
+def rotation_qk(q: np.ndarray, k: np.ndarray, params: RopeParams, *, out_q: Any, out_k: Any) -> RopeRotationQK:
+    """Both operands' plans; every argument of both checked before anything is written."""
+    pq = rotation(q, out_q, params, "q", "out_q")
+    pk = rotation(k, out_k, params, "k", "out_k")
+    # Each out may be its own input, not the other operand nor the other out (one pass writes both).
+    oq, ok = (None if p.out is None else p.out.array for p in (pq, pk))
+    for a, a_name, b, b_name in ((oq, "out_q", k, "k"), (ok, "out_k", q, "q"), (oq, "out_q", ok, "out_k")):
+        if a is not None and b is not None:
+            _checks.disjoint(a, a_name, b, b_name)
+    return RopeRotationQK(pq, pk)
+
+
+def cos_sin(positions: Optional[np.ndarray], n: int, *, inv_freq: np.ndarray, scale: float, dtype: np.dtype
+            ) -> RopeCosSin:
+    """The plan of cos/sin tables of checked positions (:func:`posenc._checks.positions`) and frequencies."""
+    _checks.result_size((n, inv_freq.shape[0]), dtype, "the table")
+    return RopeCosSin(positions, n, inv_freq, scale, dtype)

@@ -1,0 +1,386 @@
+"""Hostile-input specs of the rotary family (run by tests/test_arguments.py).
+
+Baselines are small: the table checks outcomes, the family tests check accuracy at scale.
+Every refused call of apply_rope and apply_rope_qk is made a second time in place
+(``-in-place`` rows, ``out=x``): a refused call must leave its operands untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from helpers import rand
+from hostile import (HUGE, SIZE_ERRORS, Case, Check, Raises, Same, Spec, byteswapped, empty_of, finite_or_refused,
+                     misaligned, negative_strides, stepped)
+
+F32 = np.float32
+VE, TE = ValueError, TypeError
+
+LLAMA3 = {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192}
+YARN = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
+LONGROPE = {"type": "longrope", "short_factor": [1.0] * 3, "long_factor": [4.0, 2.0, 1.5],
+            "original_max_position_embeddings": 16, "factor": 2.0}
+DYNAMIC = {"type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 16}
+
+# A RoPE scaling dict (a model config's rope_scaling; dim 6, three frequency pairs): every bad value
+# is a ValueError naming its key (a TypeError for a scaling that is not a dict at all).
+BAD_SCALINGS = [
+    ("not-a-dict", "linear", TE, "scaling"),
+    ("list", [("type", "linear")], TE, "scaling"),
+    ("unknown-type", {"type": "quadratic", "factor": 2.0}, VE, "rope_type"),
+    ("type-not-str", {"type": 3, "factor": 2.0}, VE, "rope_type"),
+    ("types-disagree", {"type": "linear", "rope_type": "yarn", "factor": 2.0}, VE, "disagree"),
+    ("unknown-key", {"type": "linear", "factor": 2.0, "fctor": 3.0}, VE, "'fctor'"),
+    ("rope_theta-disagrees", {"type": "linear", "factor": 2.0, "rope_theta": 500000.0}, VE, "rope_theta"),
+    ("partial_rotary_factor", {"type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}, VE,
+     "partial_rotary_factor"),
+    ("mrope_section-inside", {"type": "default", "mrope_section": [1, 1, 1]}, VE, "mrope_section"),
+    ("missing-factor", {"type": "linear"}, VE, "'factor'"),
+    ("factor-nan", {"type": "linear", "factor": float("nan")}, VE, "'factor'"),
+    ("factor-inf", {"type": "linear", "factor": float("inf")}, VE, "'factor'"),
+    ("factor-zero", {"type": "linear", "factor": 0.0}, VE, "'factor'"),
+    ("factor-negative", {"type": "linear", "factor": -2.0}, VE, "'factor'"),
+    ("factor-str", {"type": "linear", "factor": "2"}, VE, "'factor'"),
+    ("factor-bool", {"type": "linear", "factor": True}, VE, "'factor'"),
+    ("factor-complex", {"type": "linear", "factor": 2j}, VE, "'factor'"),
+    ("dynamic-missing-original", {"type": "dynamic", "factor": 2.0}, VE, "original_max_position_embeddings"),
+    ("dynamic-seq-negative", {**DYNAMIC, "seq_len": -1}, VE, "seq_len"),
+    ("dynamic-seq-float", {**DYNAMIC, "seq_len": 1.5}, VE, "seq_len"),
+    ("yarn-missing-original", {"type": "yarn", "factor": 4.0}, VE, "original_max_position_embeddings"),
+    ("yarn-orig-zero", {**YARN, "original_max_position_embeddings": 0}, VE, "original_max_position_embeddings"),
+    ("yarn-orig-str", {**YARN, "original_max_position_embeddings": "4096"}, VE, "original_max_position_embeddings"),
+    ("yarn-beta_fast-zero", {**YARN, "beta_fast": 0}, VE, "'beta_fast'"),
+    ("yarn-betas-swapped", {**YARN, "beta_fast": 1, "beta_slow": 2}, VE, "beta_fast"),
+    ("yarn-truncate-str", {**YARN, "truncate": "no"}, VE, "truncate"),
+    ("yarn-mscale-negative", {**YARN, "mscale": -1}, VE, "mscale"),
+    ("llama3-equal-factors", {**LLAMA3, "high_freq_factor": 1.0}, VE, "low_freq_factor"),
+    ("llama3-factors-swapped", {**LLAMA3, "low_freq_factor": 4.0, "high_freq_factor": 0.5}, VE, "low_freq_factor"),
+    ("llama3-missing-high", {k: v for k, v in LLAMA3.items() if k != "high_freq_factor"}, VE, "high_freq_factor"),
+    ("longrope-short-wrong-length", {**LONGROPE, "short_factor": [1.0]}, VE, "short_factor"),
+    ("longrope-long-wrong-length", {**LONGROPE, "long_factor": [1.0] * 4}, VE, "long_factor"),
+    ("longrope-nan", {**LONGROPE, "short_factor": [float("nan")] * 3}, VE, "short_factor"),
+    ("longrope-zero", {**LONGROPE, "short_factor": [1.0, 1.0, 0.0]}, VE, "short_factor"),
+    ("longrope-missing-short", {k: v for k, v in LONGROPE.items() if k != "short_factor"}, VE, "short_factor"),
+    ("longrope-no-factor", {k: v for k, v in LONGROPE.items() if k != "factor"}, VE, "factor"),
+]
+
+
+def scaling_cases(s: Spec, arg: str = "scaling") -> None:
+    """A RoPE scaling dict: unknown types and keys, bad or missing values are refused, naming the key."""
+    for id, value, exc, match in BAD_SCALINGS:
+        s.raises(f"{arg}-{id}", exc, match, **{arg: value})
+    s.same(f"{arg}-rope_type-alias", clean={arg: {"type": "linear", "factor": 2.0}},
+           **{arg: {"rope_type": "linear", "factor": 2.0}})
+    s.same(f"{arg}-numpy-factor", clean={arg: {"type": "linear", "factor": 2.0}},
+           **{arg: {"type": "linear", "factor": np.float32(2.0)}})
+
+
+def in_place_variants(s: Spec, pairs: Dict[str, str]) -> None:
+    """Each refused call again with ``out=`` each baseline operand itself (``pairs``: operand -> its out)
+    where no out is given: a bad k must leave q untouched too."""
+    rows: List[Case] = []
+    for case in s.cases:
+        if isinstance(case.expect, Raises):
+            outs = {o: case.kwargs[x] for x, o in pairs.items() if o not in case.kwargs and case.kwargs[x] is s.baseline[x]}
+            if outs:
+                rows.append(Case(f"{case.id}-in-place", case.func, {**case.kwargs, **outs}, case.expect))
+    s.cases.extend(rows)
+
+
+# ------------------------------------------------------------------ rotary
+
+def spec_rope_inv_freq() -> Spec:
+    s = Spec("rope_inv_freq", dim=6)
+    s.dim("dim", huge=False)
+    s.raises("dim-huge", SIZE_ERRORS, "", dim=2**62)
+    s.base("base")
+    scaling_cases(s)
+    return s
+
+
+def spec_rope_cos_sin() -> Spec:
+    s = Spec("rope_cos_sin", positions=np.array([0, 5, 2, 9]), dim=6)
+    s.positions("positions", any_length=True)
+    s.size("positions", baseline=4, float_exc=ValueError, id="n", empty=empty_of((0, 3)))
+    s.dim("dim")
+    s.base("base")
+    s.raises("dtype-int", TypeError, "dtype", dtype=np.int16)
+    s.raises("dtype-garbage", TypeError, "dtype", dtype="float33")
+    scaling_cases(s)
+    return s
+
+
+def _rope_common(s: Spec, x: str) -> None:
+    s.base("base")
+    s.flag("interleaved")
+    s.flag("inverse")
+    for id, v in [("zero", 0), ("odd", 3), ("too-big", 10), ("negative", -2)]:
+        s.raises(f"rotary_dim-{id}", ValueError, "rotary_dim", rotary_dim=v)
+    s.raises("rotary_dim-float", TypeError, "rotary_dim", rotary_dim=4.0)
+    s.same("rotary_dim-partial", rotary_dim=4)
+    for id, v in [("minus-1", -1), ("zero", 0), ("one", 1), ("minus-4", -4)]:
+        s.raises(f"seq_axis-{id}", ValueError, "seq_axis", seq_axis=v)
+    s.raises("seq_axis-float", ValueError, "seq_axis", seq_axis=-3.0)
+    s.raises("seq_axis-bool", ValueError, "seq_axis", seq_axis=True)
+    s.same("seq_axis-numpy-int", clean={"seq_axis": -3}, seq_axis=np.int64(-3))
+    s.integer("offset", huge=finite_or_refused)
+    s.raises("positions-and-offset", ValueError, "offset", positions=np.arange(4), offset=1)
+    s.same("positions-per-batch", positions=np.array([[0, 1, 2, 3], [7, 5, 3, 1]]))
+    s.same("positions-one-row", clean={"positions": np.array([0, 3, 1, 2])}, positions=np.array([[0, 3, 1, 2]]))
+    s.raises("positions-batch-mismatch", ValueError, "positions", positions=np.zeros((3, 4), np.int64))
+    s.raises("positions-wrong-length", ValueError, "positions", positions=np.arange(5))
+    s.raises("positions-3d", ValueError, "positions", positions=np.zeros((1, 2, 4)))
+    s.raises("positions-0d", ValueError, "positions", positions=np.int64(3))
+    for id, v in [("nan", np.nan), ("inf", np.inf)]:
+        p = np.arange(4.0)
+        p[2] = v
+        s.raises(f"positions-{id}", ValueError, "positions", positions=p)
+    s.raises("positions-complex", TypeError, "positions", positions=np.arange(4) + 0j)
+    s.raises("positions-object", TypeError, "positions", positions=np.arange(4).astype(object))
+    s.raises("positions-bool", TypeError, "positions", positions=np.ones(4, bool))
+    s.raises("positions-str", TypeError, "positions", positions=np.array(["a"] * 4))
+    for id, make in [("byteswapped", byteswapped), ("misaligned", misaligned), ("negative-strides", negative_strides)]:
+        s.same(f"positions-{id}", clean={"positions": np.arange(4) * 3}, positions=make(np.arange(4) * 3))
+    s.same("positions-float32", clean={"positions": np.arange(4) * 0.5}, positions=(np.arange(4) * 0.5).astype(F32))
+    for id, v in [("nan", [np.nan, 1.0, 0.1]), ("zero-length", [1.0, 1.0]), ("2d", [[1.0, 1.0, 1.0]])]:
+        s.raises(f"inv_freq-{id}", ValueError, "inv_freq", inv_freq=np.array(v))
+    s.raises("inv_freq-complex", ValueError, "inv_freq", inv_freq=np.ones(3) + 0j)
+    s.same("inv_freq-float32", clean={"inv_freq": np.array([1.0, 0.5, 0.25])}, inv_freq=np.array([1, .5, .25], F32))
+    s.raises("inv_freq-and-scaling", ValueError, "inv_freq", inv_freq=np.ones(3),
+             scaling={"type": "linear", "factor": 2.0})
+    for id, v, exc in [("nan", float("nan"), ValueError), ("inf", float("inf"), ValueError),
+                       ("str", "1", TypeError), ("bool", True, TypeError), ("array", np.ones(2), TypeError)]:
+        s.raises(f"attention_scaling-{id}", exc, "attention_scaling", attention_scaling=v)
+    s.same("attention_scaling-int", clean={"attention_scaling": 2.0}, attention_scaling=2)
+    scaling_cases(s)
+    s.raises("mrope_section-wrong-sum", ValueError, "mrope_section", mrope_section=(1, 1, 2),
+             positions=np.zeros((3, 2, 4), np.int64))
+    s.raises("mrope_section-two", ValueError, "mrope_section", mrope_section=(1, 2),
+             positions=np.zeros((3, 2, 4), np.int64))
+    s.raises("mrope_section-float", TypeError, "mrope_section", mrope_section=(1.0, 1.0, 1.0),
+             positions=np.zeros((3, 2, 4), np.int64))
+    s.raises("mrope_section-negative", ValueError, "mrope_section", mrope_section=(4, -1, 0),
+             positions=np.zeros((3, 2, 4), np.int64))
+    s.raises("mrope_section-str", TypeError, "mrope_section", mrope_section="111")
+    s.raises("mrope_interleaved-alone", ValueError, "mrope", mrope_interleaved=True)
+    s.raises("mrope_interleaved-str", TypeError, "mrope_interleaved", mrope_section=(1, 1, 1), mrope_interleaved="1")
+    s.raises("mrope-positions-two-axes", ValueError, "positions", mrope_section=(1, 1, 1),
+             positions=np.zeros((2, 2, 4), np.int64))
+    s.raises("mrope-positions-two-axes-2d", ValueError, "positions", mrope_section=(1, 1, 1),
+             positions=np.zeros((2, 4), np.int64))
+    s.same("mrope-positions", mrope_section=(1, 1, 1), positions=np.arange(24).reshape(3, 2, 4) % 5)
+    s.same("mrope-positions-interleaved", mrope_section=(1, 1, 1), mrope_interleaved=True,
+           positions=np.arange(24).reshape(3, 2, 4) % 7)
+
+
+def spec_apply_rope() -> Spec:
+    x = rand(2, 4, 3, 6)  # [batch, seq, heads, head_dim]
+    s = Spec("apply_rope", x=x)
+    s.floats("x")
+    s.raises("x-odd-head_dim", ValueError, "x", x=rand(2, 4, 3, 5))
+    s.raises("x-empty-head_dim", ValueError, "x", x=rand(2, 4, 3, 0))
+    s.raises("x-2d", ValueError, "x", x=rand(4, 6))
+    s.raises("x-1d-seq_axis-minus-2", ValueError, "x", x=rand(6), seq_axis=-2)
+    s.check("x-empty-seq", empty_of((2, 0, 3, 6)), x=rand(2, 0, 3, 6))
+    s.check("x-empty-batch", empty_of((0, 4, 3, 6)), x=rand(0, 4, 3, 6))
+    s.same("seq_axis-minus-2", seq_axis=-2, x=rand(2, 3, 4, 6))
+    s.same("seq_axis-minus-2-no-heads", seq_axis=-2, x=rand(2, 4, 6))
+    _rope_common(s, "x")
+    s.out(x.shape, F32, inputs=["x"])
+    in_place_variants(s, {"x": "out"})
+    return s
+
+
+def spec_apply_rope_qk() -> Spec:
+    q, k = rand(2, 4, 3, 6), rand(2, 4, 1, 6)
+    s = Spec("apply_rope_qk", q=q, k=k)
+    s.floats("q")
+    s.floats("k")
+    s.raises("k-seq-mismatch", ValueError, "seq", k=rand(2, 5, 1, 6))
+    s.raises("k-batch-mismatch", ValueError, "k", k=rand(3, 4, 1, 6), positions=np.arange(8).reshape(2, 4))
+    s.raises("k-rank-mismatch", ValueError, "k", k=rand(4, 6))
+    s.raises("k-odd-head_dim", ValueError, "k", k=rand(2, 4, 1, 5))
+    s.raises("k-head_dim-mismatch", ValueError, "rotary_dim", k=rand(2, 4, 1, 4))
+    s.raises("k-head_dim-below-rotary_dim", ValueError, "rotary_dim", k=rand(2, 4, 1, 4), rotary_dim=6)
+    s.same("k-head_dim-mismatch-rotary_dim", k=rand(2, 4, 1, 8), rotary_dim=4)
+    # Mixed dtypes are documented: each operand rotated in its own dtype (as two apply_rope calls).
+    s.same("k-float64", k=rand(2, 4, 1, 6, dtype=np.float64))
+    q2, k16 = q.copy(), k.astype(np.float16)
+    s.same("k-float16-in-place", clean={"q": q.copy(), "k": k16.copy()}, q=q2, k=k16, out_q=q2, out_k=k16)
+    s.same("k-rank-3-seq_axis-minus-2", seq_axis=-2, q=rand(2, 3, 4, 6), k=rand(2, 4, 6))
+    s.check("empty-seq", empty_of((2, 0, 3, 6)), q=rand(2, 0, 3, 6), k=rand(2, 0, 1, 6))
+    _rope_common(s, "q")
+    s.out(q.shape, F32, inputs=["q"], arg="out_q")
+    s.out(k.shape, F32, inputs=["k"], arg="out_k")
+    buf = np.zeros(2 * 4 * 3 * 6, F32)
+    s.raises("out_q-is-out_k", ValueError, "out", q=rand(2, 4, 3, 6), k=rand(2, 4, 3, 6),
+             out_q=buf.reshape(2, 4, 3, 6), out_k=buf.reshape(2, 4, 3, 6))
+    same = rand(2, 4, 3, 6)
+    s.raises("k-is-q-in-place", ValueError, "overlaps", q=same, k=same, out_q=same)
+    s.raises("out_k-is-q", ValueError, "overlaps", q=same, k=rand(2, 4, 3, 6), out_k=same)
+    in_place_variants(s, {"q": "out_q", "k": "out_k"})
+    return s
+
+
+def spec_positions_from_cu_seqlens() -> Spec:
+    s = Spec("positions_from_cu_seqlens", cu_seqlens=np.array([0, 3, 3, 7]))
+    s.raises("cu_seqlens-decreasing", ValueError, "cu_seqlens", cu_seqlens=np.array([0, 5, 3]))
+    s.raises("cu_seqlens-not-from-zero", ValueError, "cu_seqlens", cu_seqlens=np.array([1, 5]))
+    s.raises("cu_seqlens-empty", ValueError, "cu_seqlens", cu_seqlens=np.array([], np.int64))
+    s.raises("cu_seqlens-empty-list", ValueError, "cu_seqlens", cu_seqlens=[])
+    s.raises("cu_seqlens-2d", ValueError, "cu_seqlens", cu_seqlens=np.zeros((2, 2), np.int64))
+    s.raises("cu_seqlens-float", TypeError, "cu_seqlens", cu_seqlens=np.array([0.0, 3.0]))
+    s.raises("cu_seqlens-bool", TypeError, "cu_seqlens", cu_seqlens=np.array([False, True]))
+    s.raises("cu_seqlens-object", TypeError, "cu_seqlens", cu_seqlens=np.array([0, 3], dtype=object))
+    s.raises("cu_seqlens-huge", SIZE_ERRORS, "", cu_seqlens=np.array([0, 2**62], np.int64))
+    s.raises("cu_seqlens-wrapping", (ValueError, MemoryError), "", cu_seqlens=np.array([0, 2**62, 2**63 - 1], np.int64))
+    s.raises("cu_seqlens-uint64-huge", (ValueError, MemoryError), "",
+             cu_seqlens=np.array([0, 2**64 - 1], np.uint64))
+    s.check("cu_seqlens-only-zero", empty_of((0,)), cu_seqlens=np.array([0]))
+    for id, make in [("byteswapped", byteswapped), ("misaligned", misaligned), ("negative-strides", negative_strides),
+                     ("stepped", stepped)]:
+        s.same(f"cu_seqlens-{id}", clean={"cu_seqlens": np.array([0, 3, 3, 7])}, cu_seqlens=make(np.array([0, 3, 3, 7])))
+    s.same("cu_seqlens-list", clean={"cu_seqlens": np.array([0, 3, 3, 7])}, cu_seqlens=[0, 3, 3, 7])
+    s.same("cu_seqlens-int32", clean={"cu_seqlens": np.array([0, 3, 3, 7])}, cu_seqlens=np.array([0, 3, 3, 7], np.int32))
+    return s
+
+
+# ------------------------------------------------------------------ RotaryEmbedding and its methods
+
+def spec_rotary_embedding() -> Spec:
+    s = Spec("RotaryEmbedding", dim=6)
+    s.dim("dim", huge=False)
+    s.base("base")
+    s.flag("interleaved")
+    for id, v in [("odd", 3), ("too-big", 8), ("zero", 0)]:
+        s.raises(f"rotary_dim-{id}", ValueError, "rotary_dim", rotary_dim=v)
+    s.raises("dim-odd-without-rotary_dim", ValueError, "dim", dim=7)
+    s.same("dim-odd-rotary_dim", dim=7, rotary_dim=4)
+    s.raises("max_positions-negative", ValueError, "max_positions", max_positions=-1)
+    s.raises("max_positions-float", TypeError, "max_positions", max_positions=2.5)
+    scaling_cases(s)
+    _call_cases(s)
+    _cos_sin_cases(s)
+    return s
+
+
+def _call_cases(s: Spec) -> None:
+    """``RotaryEmbedding(6, ...)(q, k, ...)``: refused as apply_rope_qk refuses; results as apply_rope_qk's."""
+    q, k = rand(2, 4, 2, 6), rand(2, 4, 1, 6)
+
+    def call(ctor: Optional[Dict[str, Any]] = None, q: np.ndarray = q, k: np.ndarray = k,
+             **kw: Any) -> Callable[[Any], Any]:
+        return lambda api: api.RotaryEmbedding(6, **(ctor or {}))(q, k, **kw)
+
+    for id, kw, exc, match in [
+        ("positions-nan", dict(positions=np.array([0, 1, np.nan, 3])), VE, "positions"),
+        ("positions-wrong-length", dict(positions=np.arange(5)), VE, "positions"),
+        ("positions-and-offset", dict(positions=np.arange(4), offset=1), VE, "offset"),
+        ("q-int", dict(q=q.astype(np.int32)), TE, "q"),
+        ("k-complex", dict(k=k.astype(np.complex64)), TE, "k"),
+        ("k-seq-mismatch", dict(k=rand(2, 5, 1, 6)), VE, "seq"),
+        ("offset-float", dict(offset=1.5), TE, "offset"),
+        ("seq_axis-minus-1", dict(seq_axis=-1), VE, "seq_axis"),
+        ("inverse-str", dict(inverse="yes"), TE, "inverse"),
+        ("out_q-wrong-shape", dict(out_q=np.zeros((2, 4, 1, 6), F32)), VE, "out_q"),
+        ("out_k-wrong-dtype", dict(out_k=np.zeros((2, 4, 1, 6))), TE, "out_k"),
+    ]:
+        s.custom(f"call-{id}", call(**kw), Raises(exc, match))
+    s.custom("call-head_dim-below-dim", lambda api: api.RotaryEmbedding(8)(q, k), Raises(VE, "rotary_dim"))
+    s.custom("call-huge-offset", call({"max_positions": 16}, offset=HUGE), Raises(VE, "offset"))
+    s.custom("call-empty", lambda api: api.RotaryEmbedding(6)(rand(1, 0, 2, 6), rand(1, 0, 1, 6)),
+             Check(empty_of((1, 0, 2, 6))))
+    # Results: apply_rope_qk's with the same frequencies (reference twin on clean copies).
+    plain = dict(q=q, k=k, rotary_dim=4, offset=3)
+    for id, make in [("misaligned", misaligned), ("negative-strides", negative_strides), ("stepped", stepped),
+                     ("byteswapped", byteswapped)]:
+        s.custom(f"call-{id}", lambda api, m=make: api.RotaryEmbedding(6, rotary_dim=4)(m(q), m(k), offset=3),
+                 Same(plain, name="apply_rope_qk"))
+    s.custom("call-positions-per-batch",
+             lambda api: api.RotaryEmbedding(6, interleaved=True)(q, k, np.array([[0, 9, 2, 3], [5, 1, 0, 7]])),
+             Same(dict(q=q, k=k, positions=np.array([[0, 9, 2, 3], [5, 1, 0, 7]]), interleaved=True),
+                  name="apply_rope_qk"))
+    qh, kh = rand(2, 2, 4, 6), rand(2, 1, 4, 6)  # [batch, heads, seq, head_dim]
+    s.custom("call-seq_axis-minus-2-inverse",
+             lambda api: api.RotaryEmbedding(6)(qh, kh, seq_axis=-2, inverse=True),
+             Same(dict(q=qh, k=kh, seq_axis=-2, inverse=True), name="apply_rope_qk"))
+    s.custom("call-yarn", lambda api: api.RotaryEmbedding(6, scaling=YARN)(q, k, offset=5),
+             Same(dict(q=q, k=k, scaling=YARN, offset=5), name="apply_rope_qk"))
+    s.custom("call-dynamic-long", lambda api: api.RotaryEmbedding(6, scaling=DYNAMIC)(q, k, offset=30),
+             Same(dict(q=q, k=k, scaling={**DYNAMIC, "seq_len": 34}, offset=30), name="apply_rope_qk"))
+
+    def in_place(api: Any) -> Any:
+        qq, kk = q.copy(), k.copy()
+        got = api.RotaryEmbedding(6)(qq, kk, offset=2, out_q=qq, out_k=kk)
+        assert got[0] is qq and got[1] is kk, "out_q/out_k must be returned as passed"
+        return got
+
+    s.custom("call-in-place", in_place, Same(dict(q=q, k=k, offset=2), name="apply_rope_qk"))
+
+
+def _cos_sin_cases(s: Spec) -> None:
+    """``RotaryEmbedding(6, ...).cos_sin(positions, dtype)``: refused as rope_cos_sin refuses; its values."""
+    pos = np.array([0, 5, 2, 9])
+
+    def cos_sin(ctor: Optional[Dict[str, Any]] = None, **kw: Any) -> Callable[[Any], Any]:
+        return lambda api: api.RotaryEmbedding(6, **(ctor or {})).cos_sin(**kw)
+
+    cached = {"max_positions": 16}
+    for id, kw, exc, match in [
+        ("positions-nan", dict(positions=np.array([0.0, np.nan])), VE, "positions"),
+        ("positions-inf", dict(positions=np.array([0.0, np.inf])), VE, "positions"),
+        ("positions-2d", dict(positions=pos.reshape(2, 2)), VE, "positions"),
+        ("positions-negative-count", dict(positions=-1), VE, "positions"),
+        ("positions-float-scalar", dict(positions=2.5), VE, "positions"),
+        ("positions-none", dict(positions=None), VE, "positions"),
+        ("positions-complex", dict(positions=pos + 0j), TE, "positions"),
+        ("positions-str", dict(positions=pos.astype(str)), TE, "positions"),
+        ("positions-bool", dict(positions=pos > 2), TE, "positions"),
+        ("positions-object", dict(positions=pos.astype(object)), TE, "positions"),
+        ("dtype-int", dict(positions=pos, dtype=np.int32), TE, "dtype"),
+        ("dtype-garbage", dict(positions=pos, dtype="float33"), TE, "dtype"),
+    ]:
+        s.custom(f"cos_sin-{id}", cos_sin(**kw), Raises(exc, match))
+        s.custom(f"cos_sin-{id}-cached", cos_sin(cached, **kw), Raises(exc, match))
+    for h in (2**40, 2**62):
+        s.custom(f"cos_sin-huge-{h.bit_length() - 1}", cos_sin(positions=h), Raises(SIZE_ERRORS, ""))
+        s.custom(f"cos_sin-huge-{h.bit_length() - 1}-cached", cos_sin(cached, positions=h), Raises(SIZE_ERRORS, ""))
+    s.custom("cos_sin-empty", cos_sin(positions=0), Check(empty_of((0, 3))))
+    s.custom("cos_sin-empty-cached", cos_sin(cached, positions=np.array([], np.int64)), Check(empty_of((0, 3))))
+    # Values: rope_cos_sin's with the same frequencies, from the cache or not, in any layout.
+    for id, ctor, kw, clean in [
+        ("positions", {}, dict(positions=pos), dict(positions=pos)),
+        ("count", {}, dict(positions=4), dict(positions=4)),
+        ("count-cached", cached, dict(positions=4), dict(positions=4)),
+        ("cached", cached, dict(positions=pos), dict(positions=pos)),
+        ("cached-beyond", cached, dict(positions=np.array([3, 15, 16, 40])), dict(positions=np.array([3, 15, 16, 40]))),
+        ("cached-negative", cached, dict(positions=np.array([-3, 2])), dict(positions=np.array([-3, 2]))),
+        ("cached-float", cached, dict(positions=np.array([0.5, 2.0])), dict(positions=np.array([0.5, 2.0]))),
+        ("cached-float64", cached, dict(positions=pos, dtype=np.float64), dict(positions=pos, dtype=np.float64)),
+        ("float16", {}, dict(positions=pos, dtype=np.float16), dict(positions=pos, dtype=np.float16)),
+        ("list", cached, dict(positions=pos.tolist()), dict(positions=pos)),
+        ("float32-positions", {}, dict(positions=(pos * 0.5).astype(F32)), dict(positions=pos * 0.5)),
+        ("byteswapped", cached, dict(positions=byteswapped(pos)), dict(positions=pos)),
+        ("misaligned", cached, dict(positions=misaligned(pos)), dict(positions=pos)),
+        ("negative-strides", {}, dict(positions=negative_strides(pos)), dict(positions=pos)),
+        ("numpy-int", cached, dict(positions=np.int64(5)), dict(positions=5)),
+        ("llama3", {"scaling": LLAMA3}, dict(positions=pos), dict(positions=pos, scaling=LLAMA3)),
+        ("dynamic", {"scaling": DYNAMIC}, dict(positions=np.array([3, 40])),
+         dict(positions=np.array([3, 40]), scaling={**DYNAMIC, "seq_len": 41})),
+        ("longrope-long", {"scaling": LONGROPE}, dict(positions=np.array([3, 40])),
+         dict(positions=np.array([3, 40]), scaling={**LONGROPE, "seq_len": 41})),
+    ]:
+        s.custom(f"cos_sin-{id}", cos_sin(ctor, **kw), Same({"dim": 6, **clean}, name="rope_cos_sin"))
+
+
+SPECS: Dict[str, Callable[[], Spec]] = {
+    "rope_inv_freq": spec_rope_inv_freq,
+    "rope_cos_sin": spec_rope_cos_sin,
+    "apply_rope": spec_apply_rope,
+    "apply_rope_qk": spec_apply_rope_qk,
+    "positions_from_cu_seqlens": spec_positions_from_cu_seqlens,
+    "RotaryEmbedding": spec_rotary_embedding,
+}
