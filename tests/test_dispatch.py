@@ -134,3 +134,25 @@ def test_command_line_info_and_table(tmp_path):
                         "-o", str(target)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     np.testing.assert_array_equal(np.load(target), posenc.reference.sinusoidal(16, 8))
+
+
+@requires_native
+def test_default_path_is_the_widest_the_cpu_has():
+    """Per-kernel choices live inside each path (a kernel source's vector width), not in the selection."""
+    r = run_python("import posenc; print(posenc.info()['isa'], posenc.info()['isas_available'][-1])")
+    assert r.returncode == 0, r.stderr
+    default, widest = r.stdout.split()
+    assert default == widest
+
+
+@requires_native
+def test_bench_isa_axis_runs_every_path_in_its_own_process():
+    """`posenc bench --isa all` times each path the CPU has, and the default, in child processes."""
+    r = subprocess.run([sys.executable, "-m", "posenc", "bench", "--isa", "all", "--quick", "--repeat", "1",
+                        "--only", "add_alibi windows", "--dtype", "float32"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    header = next(line for line in r.stdout.splitlines() if line.startswith("case"))
+    for path in [*_backend.native.available_isas(), "default"]:
+        assert f"{path} ms" in header
+    assert any(line.startswith("add_alibi windows") for line in r.stdout.splitlines())

@@ -106,6 +106,13 @@ CASES: Dict[str, Case] = {
         _data((17, 37), dt)),
     "resize_table_2d": lambda dt: (lambda t: (posenc.resize_table_2d(t, 9, 4), 4 * _size(t, None), np.float64))(
         _data((5, 6, 19), dt)),
+    "add_swin_bias": lambda dt: _sum(posenc.add_swin_bias, _data((3, 2, 12, 12), dt), _data((35, 2), dt, 1),
+                                     (3, 4)),
+    "swin_bias": lambda dt: (posenc.swin_bias(_data((25, 3), dt), 3), 1.0, np.float64),
+    "detr_sine": lambda dt: (posenc.detr_sine(None, shape=(2, 5, 7), num_pos_feats=10, normalize=True, dtype=dt),
+                             1.0, np.float64),
+    "sinusoidal_nd": lambda dt: (posenc.sinusoidal_nd(np.arange(30.0).reshape(15, 2) * 7.5, (6, 10), dtype=dt),
+                                 1.0, np.float64),
 }
 
 

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO
 
 from . import cases as _cases
 from . import report, small
-from .timing import ceiling, measure, torch_module
+from .timing import ceiling, clock, measure, torch_module
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 
@@ -80,8 +80,10 @@ def run(quick: bool = False, repeat: int = 10, only: Optional[str] = None, strea
     if torch_mod is not None:
         torch_mod.set_num_threads(threads)
     torch_note = f"torch {torch_mod.__version__}" if torch_mod is not None else "torch absent"
+    now = clock(threads)
+    clock_note = "thread CPU time" if threads == 1 else "wall time"
     print(f"posenc {info['version']}  isa={info['isa']}  threads={threads} (torch too)  numpy {np.__version__}  "
-          f"{torch_note}", file=stream)
+          f"{torch_note}  clock: {clock_note}", file=stream)
     bar = _Progress(progress)
     rows: List[Dict[str, Any]] = []
     width = 54
@@ -96,7 +98,7 @@ def run(quick: bool = False, repeat: int = 10, only: Optional[str] = None, strea
                     fns = {"posenc": case.posenc, "ceiling": ceiling(case.ceiling, case.target)}
                     if baselines:
                         fns.update({f"base {k}": fn for k, fn in case.baselines.items()})
-                    best = measure(fns, repeat, reset=case.reset())
+                    best = measure(fns, repeat, reset=case.reset(), now=now)
                     row = dict(case=case.name, kernel=case.kernel, dtype=case.dtype, isa=native.active_isa(),
                                threads=threads, posenc_s=best["posenc"], ceiling=case.ceiling,
                                ceiling_s=best["ceiling"], nbytes=case.nbytes,

@@ -344,16 +344,20 @@ def t5_buckets(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
     deberta_base: Dict[str, Timed] = {}
     if torch is not None:
         try:
-            from transformers.models.deberta_v2.modeling_deberta_v2 import build_relative_position
+            from transformers.models.deberta_v2.modeling_deberta_v2 import (  # type: ignore[import-not-found, unused-ignore]
+                build_relative_position,
+            )
         except ImportError:
             pass
         else:
             rows = torch.zeros(n, 1)
             deberta_base["HF"] = lambda: build_relative_position(rows, rows, bucket_size=256, max_position=512)
-    return [Case("t5_buckets", f"({n}, {n}) new int32", "int32", "alloc", n * n * 4, n * n * 4,
-                 lambda: posenc.t5_buckets(n, n), base),
-            Case("deberta_buckets", f"({n}, {n}) new int64", "int64", "alloc", n * n * 8, n * n * 8,
-                 lambda: posenc.deberta_buckets(n, n), deberta_base)]
+    cases = [Case("t5_buckets", f"({n}, {n}) new int32", "int32", "alloc", n * n * 4, n * n * 4,
+                  lambda: posenc.t5_buckets(n, n), base)]
+    if hasattr(posenc, "deberta_buckets"):  # (absent from builds before it was added: bench them too)
+        cases.append(Case("deberta_buckets", f"({n}, {n}) new int64", "int64", "alloc", n * n * 8, n * n * 8,
+                          lambda: posenc.deberta_buckets(n, n), deberta_base))
+    return cases
 
 
 # ---------------------------------------------------------------- learned

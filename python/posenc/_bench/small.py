@@ -39,37 +39,32 @@ def cases() -> List[SmallCase]:
     ]
 
 
-class _Recorder:
-    """Stands in for the compiled module and notes the calls made through it."""
+def native_call(public: Timed) -> Optional[Timed]:
+    """The compiled-kernel call(s) ``public`` makes, replayed with the same arguments (None if none).
 
-    def __init__(self, real: Any) -> None:
-        self.real = real
-        self.calls: List[Tuple[str, Tuple[Any, ...], Dict[str, Any]]] = []
+    The module's functions are wrapped in place for one call (every executor
+    reaches them as attributes of the one module object), then restored.
+    """
+    from .._backend import native
 
-    def __getattr__(self, name: str) -> Any:
-        fn = getattr(self.real, name)
-        if not callable(fn):
-            return fn
+    calls: List[Tuple[Callable[..., Any], Tuple[Any, ...], Dict[str, Any]]] = []
+    originals = {name: getattr(native, name) for name in dir(native)
+                 if not name.startswith("_") and callable(getattr(native, name))}
 
+    def recording(fn: Callable[..., Any]) -> Callable[..., Any]:
         def record(*args: Any, **kwargs: Any) -> Any:
-            self.calls.append((name, args, kwargs))
+            calls.append((fn, args, kwargs))
             return fn(*args, **kwargs)
 
         return record
 
-
-def native_call(public: Timed) -> Optional[Timed]:
-    """The compiled-kernel call(s) ``public`` makes, replayed with the same arguments (None if none)."""
-    from .. import _backend
-
-    real = _backend.native
-    recorder = _Recorder(real)
-    _backend.native = recorder  # type: ignore[assignment]
     try:
+        for name, fn in originals.items():
+            setattr(native, name, recording(fn))
         public()
     finally:
-        _backend.native = real
-    calls = [(getattr(real, name), args, kwargs) for name, args, kwargs in recorder.calls]
+        for name, fn in originals.items():
+            setattr(native, name, fn)
     if not calls:
         return None
 

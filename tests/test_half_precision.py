@@ -1,0 +1,163 @@
+"""float16 and bfloat16 in the compiled core: exact conversions, rounded once, on every path.
+
+The kernels convert whole vectors at a time (F16C and integer instructions,
+cpp/include/posenc/lanes.hpp) and element by element for the rest of a row
+(convert.hpp); both must give the correctly rounded result, at every vector
+tail. Three conversions carry every 16-bit kernel:
+
+- widening float16/bfloat16 → float/double, exact;
+- the sum of two stored values (scores + bias, x + table row), formed in float
+  and rounded again: correct because float has at least 2p + 2 bits;
+- a double result rounded once (sines, rotations, interpolation), through a
+  float rounded to odd: correct for any double, including the values just off
+  a halfway point where rounding to float first would round twice.
+
+Each is driven through a kernel that performs it alone (a resampling with
+weights (1, 0) copies its source; a Toeplitz add sums) and compared with an
+exact rounding computed here in Python integers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator
+
+import numpy as np
+import pytest
+
+from posenc import _backend
+from posenc._checks import BFLOAT16
+
+from conftest import requires_native
+
+pytestmark = requires_native
+
+HALF_DTYPES = [np.float16] + ([BFLOAT16] if BFLOAT16 is not None else [])
+LENGTHS = list(range(1, 41)) + [255, 256, 257, 1000]  # every tail of 8- and 16-lane vectors
+
+
+@pytest.fixture(params=None if _backend.native is None else list(_backend.native.available_isas()))
+def path(request: Any) -> Iterator[str]:
+    """Each instruction-set path the CPU has, selected on the compiled module directly."""
+    native = _backend.native
+    previous = native.active_isa()
+    native.select_isa(request.param)
+    try:
+        yield request.param
+    finally:
+        native.select_isa(previous)
+
+
+def round_bfloat16(values: np.ndarray) -> np.ndarray:
+    """float64 → bfloat16 rounded to nearest, ties to even, computed exactly (the reference)."""
+    out = np.empty(values.shape, np.uint16)
+    for k, d in enumerate(values.reshape(-1).tolist()):
+        if math.isnan(d):
+            out.reshape(-1)[k] = 0x7FC0 | (0x8000 if math.copysign(1.0, d) < 0 else 0)
+            continue
+        a = abs(d)
+        if a == 0.0 or math.isinf(a):
+            r = a
+        else:
+            exponent = math.frexp(a)[1]  # a = m·2^exponent, 0.5 <= m < 1
+            step = 2.0 ** max(exponent - 8, -133)  # 8 significant bits; subnormal spacing 2^-133
+            n = round(a / step)  # exact quotient (a power-of-two step); round() ties to even
+            r = n * step if n * step < 2.0**128 else math.inf
+        bits = int(np.array(r, np.float32).view(np.uint32)) >> 16
+        out.reshape(-1)[k] = bits | (0x8000 if math.copysign(1.0, d) < 0 else 0)
+    return out.reshape(values.shape).view(BFLOAT16)
+
+
+def round_once(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """float64 rounded once to dtype (NumPy's float64 → float16 cast is correctly rounded)."""
+    if np.dtype(dtype) == np.float16:
+        with np.errstate(over="ignore"):
+            return values.astype(np.float16)
+    return round_bfloat16(values)
+
+
+def same_bits(got: np.ndarray, expected: np.ndarray) -> None:
+    g, e = got.view(np.uint16), expected.view(np.uint16)
+    nan = np.isnan(got.astype(np.float32)) & np.isnan(expected.astype(np.float32))
+    bad = (g != e) & ~nan
+    assert not bad.any(), (f"{bad.sum()} of {g.size} differ, first at {bad.argmax()}: "
+                           f"{g.reshape(-1)[bad.argmax()]:#06x} vs {e.reshape(-1)[bad.argmax()]:#06x}")
+
+
+def hard_doubles(dtype: Any, n: int, seed: int) -> np.ndarray:
+    """Doubles where rounding is hard: just off halfway points (where rounding to float first
+    would round twice), exact halfway points, subnormals, the overflow edge, specials."""
+    rng = np.random.default_rng(seed)
+    bits = 10 if np.dtype(dtype) == np.float16 else 7
+    lo, hi = (-24, 16) if np.dtype(dtype) == np.float16 else (-133, 127)
+    exponent = rng.integers(lo, hi, n).astype(np.float64)
+    mantissa = rng.integers(0, 2**bits, n) + 0.5  # a halfway point between two representable values
+    nudge = rng.choice([-1.0, 0.0, 1.0], n) * 2.0 ** rng.integers(-45, -25, n)  # below float's precision
+    values = np.ldexp(1.0 + (mantissa + nudge) / 2**bits, exponent.astype(int))
+    values *= rng.choice([-1.0, 1.0], n)
+    # (No -0.0, infinity or NaN: the resampling that carries these values computes b + 0·(b − b),
+    # which turns -0.0 into 0.0 and an infinity into NaN; the sums below cover them.)
+    special = [0.0, 65504.0, 65519.99, 65520.0, 3.3895e38, 3.4e38, 1e39,
+               2.0**-24, 2.0**-25, 2.0**-25 * (1 + 2**-40), 2.0**-133, 2.0**-134 * (1 + 2**-30), 2.0**-150,
+               2.0**-126 * (1 - 2**-30), 1e-300, 5e-324]
+    values[: len(special)] = special
+    return values
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_doubles_are_rounded_once(path: str, dtype: Any) -> None:
+    """double → float16/bfloat16 through a resampling that copies (weights 1 and 0): the single correct rounding."""
+    native = _backend.native
+    values = hard_doubles(dtype, 4000, seed=1)
+    for n in LENGTHS + [values.size]:
+        # One source row of n values resampled onto one output row (its n values in a vector loop).
+        dst = np.empty((1, 1, n), dtype)
+        native.resample(values[:n].reshape(1, 1, n), dst, np.zeros((1, 2), np.int64), np.array([[1.0, 0.0]]))
+        same_bits(dst.reshape(-1), round_once(values[:n], dtype))
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_finite_value_widens_exactly(path: str, dtype: Any) -> None:
+    """Every finite bit pattern → float64 through a resampling that copies: exact."""
+    native = _backend.native
+    every = np.arange(65536, dtype=np.uint16).view(dtype)
+    every = every[np.isfinite(every.astype(np.float32))]
+    for n in LENGTHS + [every.size]:
+        out = np.empty((1, 1, n), np.float64)
+        native.resample(every[:n].reshape(1, 1, n), out, np.zeros((1, 2), np.int64), np.array([[1.0, 0.0]]))
+        assert np.array_equal(out.reshape(-1), every[:n].astype(np.float64))
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_sums_are_rounded_once(path: str, dtype: Any) -> None:
+    """x + bias of a Toeplitz add against the exact sum rounded once, at every row length."""
+    native = _backend.native
+    rng = np.random.default_rng(3)
+    for k in LENGTHS:
+        # Random bit patterns: every exponent, subnormals, infinities and NaNs included.
+        x = rng.integers(0, 65536, (2, 3, k), dtype=np.uint16).view(dtype)
+        lut = rng.integers(0, 65536, (2, 3 + k - 1), dtype=np.uint16).view(dtype)
+        out = np.empty_like(x)
+        native.toeplitz_add(x, out, lut)
+        rows = np.stack([lut[:, 2 - i: 2 - i + k] for i in range(3)], axis=1)  # row i reads lut[q-1-i : q-1-i+k]
+        with np.errstate(invalid="ignore", over="ignore"):
+            exact = x.astype(np.float64) + rows.astype(np.float64)
+        same_bits(out, round_once(exact, dtype))
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_in_place_and_strided_rows(path: str, dtype: Any) -> None:
+    """The same sums in place and through strided views (element-by-element conversions)."""
+    native = _backend.native
+    rng = np.random.default_rng(4)
+    base = (rng.standard_normal((2, 5, 2 * 37)) * 100).astype(dtype)
+    lut = (rng.standard_normal((2, 5 + 37 - 1)) * 100).astype(dtype)
+    rows = np.stack([lut[:, 4 - i: 4 - i + 37] for i in range(5)], axis=1)
+    strided = base[:, :, ::2]
+    expected = round_once(strided.astype(np.float64) + rows.astype(np.float64), dtype)
+    native.toeplitz_add(strided, strided, lut)
+    same_bits(np.ascontiguousarray(strided), expected)
+    dense = np.ascontiguousarray(base[:, :, 1::2])
+    expected = round_once(dense.astype(np.float64) + rows.astype(np.float64), dtype)
+    native.toeplitz_add(dense, dense, lut)
+    same_bits(dense, expected)
