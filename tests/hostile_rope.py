@@ -34,10 +34,28 @@ BAD_SCALINGS = [
     ("type-not-str", {"type": 3, "factor": 2.0}, VE, "rope_type"),
     ("types-disagree", {"type": "linear", "rope_type": "yarn", "factor": 2.0}, VE, "disagree"),
     ("unknown-key", {"type": "linear", "factor": 2.0, "fctor": 3.0}, VE, "'fctor'"),
-    ("rope_theta-disagrees", {"type": "linear", "factor": 2.0, "rope_theta": 500000.0}, VE, "rope_theta"),
-    ("partial_rotary_factor", {"type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}, VE,
+    ("rope_theta-one", {"type": "linear", "factor": 2.0, "rope_theta": 1.0}, VE, "rope_theta"),
+    ("rope_theta-nan", {"type": "linear", "factor": 2.0, "rope_theta": float("nan")}, VE, "rope_theta"),
+    ("rope_theta-negative", {"type": "linear", "factor": 2.0, "rope_theta": -10.0}, VE, "rope_theta"),
+    ("rope_theta-str", {"type": "linear", "factor": 2.0, "rope_theta": "1e4"}, VE, "rope_theta"),
+    # int(6 * 0.5) = 3 rotated features: odd.
+    ("partial_rotary_factor-odd", {"type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}, VE,
      "partial_rotary_factor"),
-    ("mrope_section-inside", {"type": "default", "mrope_section": [1, 1, 1]}, VE, "mrope_section"),
+    ("partial_rotary_factor-zero", {"type": "default", "partial_rotary_factor": 0.0}, VE, "partial_rotary_factor"),
+    ("partial_rotary_factor-tiny", {"type": "default", "partial_rotary_factor": 0.1}, VE, "partial_rotary_factor"),
+    ("partial_rotary_factor-above-1", {"type": "default", "partial_rotary_factor": 1.5}, VE, "partial_rotary_factor"),
+    ("partial_rotary_factor-str", {"type": "default", "partial_rotary_factor": "0.5"}, VE, "partial_rotary_factor"),
+    ("proportional-factor-zero", {"rope_type": "proportional", "factor": 0.0}, VE, "'factor'"),
+    ("proportional-partial-nan", {"rope_type": "proportional", "partial_rotary_factor": float("nan")}, VE,
+     "partial_rotary_factor"),
+    ("proportional-unknown-key", {"rope_type": "proportional", "low_freq_factor": 1.0}, VE, "low_freq_factor"),
+    ("mrope_section-inside-wrong-sum", {"type": "mrope", "mrope_section": [1, 1, 2]}, VE, "mrope_section"),
+    ("mrope_section-inside-two", {"type": "mrope", "mrope_section": [1, 2]}, VE, "mrope_section"),
+    ("mrope_interleaved-inside-str", {"mrope_section": [1, 1, 1], "mrope_interleaved": "yes"}, VE,
+     "mrope_interleaved"),
+    ("mrope-and-other-type-disagree", {"type": "mrope", "rope_type": "quadratic"}, VE, "rope_type"),
+    ("per-layer-type-dict", {"sliding_attention": {"rope_type": "default"},
+                             "full_attention": {"rope_type": "linear", "factor": 8.0}}, VE, "per-layer-type"),
     ("missing-factor", {"type": "linear"}, VE, "'factor'"),
     ("factor-nan", {"type": "linear", "factor": float("nan")}, VE, "'factor'"),
     ("factor-inf", {"type": "linear", "factor": float("inf")}, VE, "'factor'"),
@@ -76,6 +94,17 @@ def scaling_cases(s: Spec, arg: str = "scaling") -> None:
            **{arg: {"rope_type": "linear", "factor": 2.0}})
     s.same(f"{arg}-numpy-factor", clean={arg: {"type": "linear", "factor": 2.0}},
            **{arg: {"type": "linear", "factor": np.float32(2.0)}})
+    # Transformers v5 rope_parameters: rope_theta sets the base unless base is passed (then they must agree).
+    s.raises(f"{arg}-rope_theta-disagrees", VE, "rope_theta", base=10000.0,
+             **{arg: {"type": "linear", "factor": 2.0, "rope_theta": 500000.0}})
+    s.same(f"{arg}-rope_theta-sets-base", clean={arg: {"type": "linear", "factor": 2.0}, "base": 500000.0},
+           **{arg: {"rope_type": "linear", "factor": 2.0, "rope_theta": 500000.0}})
+    s.same(f"{arg}-rope_theta-agrees", clean={arg: {"type": "linear", "factor": 2.0}, "base": 500000.0},
+           base=500000.0, **{arg: {"rope_type": "linear", "factor": 2.0, "rope_theta": 500000.0}})
+    s.same(f"{arg}-proportional-full", clean={arg: {"type": "default"}},
+           **{arg: {"rope_type": "proportional", "partial_rotary_factor": 1.0, "factor": 1.0}})
+    s.same(f"{arg}-qwen2-vl-raw-no-section", clean={arg: None, "base": 1e6},
+           **{arg: {"type": "mrope", "rope_type": "default", "rope_theta": 1e6}})
 
 
 def in_place_variants(s: Spec, pairs: Dict[str, str]) -> None:
