@@ -311,3 +311,326 @@ def test_per_layer_type_dict():
 def test_dynamic_without_original_length_is_named():
     with pytest.raises(ValueError, match="original_max_position_embeddings.*from_config"):
         posenc.rope_inv_freq(64, scaling={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0})
+
+
+# ---------------------------------------------------------------- RotaryEmbedding.from_config on real config classes
+
+TINY = dict(num_hidden_layers=2, intermediate_size=32, vocab_size=32)
+
+
+def _pairs_bound(pair_positions, w, w_hf, scale):
+    """angle_bound with a position per pair ([n, pairs]: M-RoPE pairs read different axes)."""
+    nz = w != 0
+    delta = np.where(nz, np.abs(w_hf / np.where(nz, w, 1.0) - 1), 0.0)
+    return abs(scale) * (np.abs(pair_positions) * w * (delta + U) + 4 * U)
+
+
+def assert_rotated(ours, theirs, x, bound, rdim, interleaved, seq_axis):
+    """ours/theirs: x rotated ([..., seq, head_dim] with the sequence on seq_axis); bound [seq, pairs]."""
+    ours, theirs, x = (np.asarray(a, np.float64) for a in (ours, theirs, x))
+    half = rdim // 2
+    if interleaved:
+        u, v = x[..., 0:rdim:2], x[..., 1:rdim:2]
+    else:
+        u, v = x[..., :half], x[..., half:rdim]
+    b = bound if seq_axis == -2 else bound[:, None, :]  # [seq, pairs] against [..., heads, seq, pairs] or [..., seq, heads, pairs]
+    lim = (np.abs(u) + np.abs(v)) * (b + 4 * U)
+    lim = np.stack([lim, lim], -1).reshape(lim.shape[:-1] + (rdim,)) if interleaved else np.concatenate([lim, lim], -1)
+    err = np.abs(ours[..., :rdim] - theirs[..., :rdim])
+    assert (err <= lim).all(), f"worst excess {np.max(err - lim)}"
+    np.testing.assert_array_equal(ours[..., rdim:], theirs[..., rdim:])  # the pass-through tail is copied
+
+
+def _positions(n_max):
+    p = POSITIONS[POSITIONS < n_max]
+    return p
+
+
+def _qk(seq, head_dim, heads=(4, 2), seed=0, seq_first=False):
+    g = torch.Generator().manual_seed(seed)
+    shape = (lambda h: (1, seq, h, head_dim)) if seq_first else (lambda h: (1, h, seq, head_dim))
+    return torch.randn(*shape(heads[0]), generator=g), torch.randn(*shape(heads[1]), generator=g)
+
+
+def _check_standard(rot, emb, apply, positions, head_dim, *, layer_type=None, single=False):
+    """A Llama-style rotary class (cos/sin [b, s, rotary_dim]) + apply_rotary_pos_emb, against rot(q, k)."""
+    pid = torch.from_numpy(positions)[None]
+    q, k = _qk(len(positions), head_dim)
+    args = (q, pid) if layer_type is None else (q, pid, layer_type)
+    cos, sin = emb(*args)
+    if single:  # Gemma 4 rotates q and k one at a time
+        eq, ek = apply(q, cos, sin), apply(k, cos, sin)
+    else:
+        eq, ek = apply(q, k, cos, sin)
+    inv = emb.inv_freq if layer_type is None else getattr(emb, f"{layer_type}_inv_freq")
+    scale = emb.attention_scaling if layer_type is None else getattr(emb, f"{layer_type}_attention_scaling")
+    gq, gk = rot(q.numpy(), k.numpy(), positions, seq_axis=-2)
+    w, w_hf = rot.inv_freq, inv.double().numpy()
+    assert hf_inv_freq_rtol(w, w_hf) <= 6 * U
+    assert rot.attention_scaling == pytest.approx(scale, rel=1e-12)
+    bound = angle_bound(positions, w, w_hf, rot.attention_scaling)
+    assert_rotated(gq, eq, q, bound, rot.rotary_dim, False, -2)
+    assert_rotated(gk, ek, k, bound, rot.rotary_dim, False, -2)
+    if rot.mrope_section is None:  # and the tables, for 1-D positions
+        c, s = rot.cos_sin(positions)
+        assert_cos_sin(c, s, cos[0], sin[0], positions, w, w_hf, rot.attention_scaling)
+
+
+def test_from_config_llama31():
+    from transformers import LlamaConfig
+    from transformers.models.llama import modeling_llama as m
+
+    config = LlamaConfig(hidden_size=256, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=131072,
+                         rope_parameters={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                          "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+                                          "rope_theta": 500000.0}, **TINY)
+    for cfg in (config, config.to_dict()):
+        rot = posenc.RotaryEmbedding.from_config(cfg)
+        assert (rot.dim, rot.rotary_dim, rot.base, rot.interleaved) == (64, 64, 500000.0, False)
+        _check_standard(rot, m.LlamaRotaryEmbedding(config), m.apply_rotary_pos_emb, POSITIONS, 64)
+
+
+@pytest.mark.parametrize("kind", ["dynamic", "linear", "yarn", "longrope"])
+def test_from_config_llama_other_types(kind):
+    """Every rope type through the Llama class, with what transformers reads beside the dict
+    (dynamic's max_position_embeddings, yarn/longrope's factor = max / original)."""
+    from transformers import LlamaConfig
+    from transformers.models.llama import modeling_llama as m
+
+    rp = {"dynamic": {"rope_type": "dynamic", "factor": 4.0},
+          "linear": {"rope_type": "linear", "factor": 2.0},
+          "yarn": {"rope_type": "yarn", "factor": None, "original_max_position_embeddings": 4096},
+          "longrope": {"rope_type": "longrope", "short_factor": SHORT16, "long_factor": LONG16,
+                       "original_max_position_embeddings": 4096}}[kind]
+    config = LlamaConfig(hidden_size=128, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32768,
+                         rope_parameters=dict(rp), **TINY)
+    rot = posenc.RotaryEmbedding.from_config(config)
+    for positions in (POSITIONS[:40], POSITIONS):  # below and beyond the original length: fresh classes each
+        _check_standard(rot, m.LlamaRotaryEmbedding(config), m.apply_rotary_pos_emb, positions, 32)
+
+
+def _mrope_positions(n, rng):
+    """[3, 1, n] M-RoPE positions: text runs (equal axes) and an image block (t fixed, h/w a grid)."""
+    base = np.sort(rng.choice(np.arange(2**20), n, replace=False))
+    pos = np.stack([base, base, base])
+    pos[1, n // 3: n // 3 + 9] = pos[0, n // 3] + np.repeat(np.arange(3), 3)
+    pos[2, n // 3: n // 3 + 9] = pos[0, n // 3] + np.tile(np.arange(3), 3)
+    return pos[:, None, :].astype(np.int64)
+
+
+@pytest.mark.parametrize("model", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl-defaults"])
+@pytest.mark.parametrize("form", ["object", "to_dict", "raw"])
+def test_from_config_qwen_vl(model, form):
+    """Qwen2/2.5/3-VL: the text config's mrope_section (its own dict or the raw checkpoint's
+    rope_scaling), Qwen3-VL's interleaved sections (also when its config says nothing: the model's
+    defaults (24, 20, 20), interleaved); positions [3, batch, seq]."""
+    import transformers as tf
+
+    defaults = model.endswith("-defaults")
+    model = model.replace("-defaults", "")
+
+    mod = {"qwen2_vl": "transformers.models.qwen2_vl.modeling_qwen2_vl",
+           "qwen2_5_vl": "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
+           "qwen3_vl": "transformers.models.qwen3_vl.modeling_qwen3_vl"}[model]
+    m = pytest.importorskip(mod)
+    section = [8, 12, 12] if model != "qwen3_vl" else [24, 20, 20] if defaults else [12, 10, 10]
+    hd = 128 if defaults else 64
+    text = dict(hidden_size=128, num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32768, **TINY)
+    if model == "qwen3_vl":
+        text["head_dim"] = hd
+        text["rope_parameters"] = {"rope_type": "default", "rope_theta": 5e5} if defaults else {
+            "rope_type": "default", "rope_theta": 5e5, "mrope_section": section, "mrope_interleaved": True}
+        cls, emb_cls = tf.Qwen3VLConfig, m.Qwen3VLTextRotaryEmbedding
+    else:
+        text["rope_scaling"] = {"type": "mrope", "mrope_section": section}
+        text["rope_theta"] = 1e6
+        cls = tf.Qwen2VLConfig if model == "qwen2_vl" else tf.Qwen2_5_VLConfig
+        emb_cls = m.Qwen2VLRotaryEmbedding if model == "qwen2_vl" else m.Qwen2_5_VLRotaryEmbedding
+    config = cls(text_config=dict(text))
+    if form == "object":
+        cfg = config
+    elif form == "to_dict":
+        cfg = config.to_dict()
+    else:  # a raw checkpoint config.json: everything at the top, old names
+        cfg = {"model_type": model, **{k: v for k, v in text.items()}}
+    rot = posenc.RotaryEmbedding.from_config(cfg)
+    assert rot.mrope_section == tuple(section)
+    assert rot.mrope_interleaved == (model == "qwen3_vl")
+    emb = emb_cls(config.text_config)
+    pos = _mrope_positions(60, np.random.default_rng(8))
+    q, k = _qk(pos.shape[-1], hd, seed=3)
+    cos, sin = emb(q, torch.from_numpy(pos))
+    eq, ek = m.apply_rotary_pos_emb(q, k, cos, sin)
+    gq, gk = rot(q.numpy(), k.numpy(), pos, seq_axis=-2)
+    w, w_hf = rot.inv_freq, emb.inv_freq.double().numpy()
+    assert hf_inv_freq_rtol(w, w_hf) <= 6 * U
+    from posenc._plans.rope import mrope_pair_axes
+
+    axis = mrope_pair_axes(section, model == "qwen3_vl")
+    pair_pos = pos[axis, 0, :].T  # [seq, pairs]
+    bound = _pairs_bound(pair_pos.astype(np.float64), w, w_hf, rot.attention_scaling)
+    assert_rotated(gq, eq, q, bound, hd, False, -2)
+    assert_rotated(gk, ek, k, bound, hd, False, -2)
+    # Text-only positions (equal axes) through the 1-D tables.
+    c, s = rot.cos_sin(pos[0, 0])
+    text_pos = np.broadcast_to(pos[0], (3,) + pos.shape[1:]).copy()
+    tc, ts = emb(q, torch.from_numpy(text_pos))
+    assert_cos_sin(c, s, tc[0], ts[0], pos[0, 0], w, w_hf, 1.0)
+
+
+@pytest.mark.parametrize("variant", ["phi3-mini-128k", "phi4-mini"])
+def test_from_config_phi3_longrope(variant):
+    """Phi-3: longrope without factor, original_max_position_embeddings beside the dict; Phi-4-mini
+    rotates 3/4 of the head (partial_rotary_factor)."""
+    from transformers import Phi3Config
+    from transformers.models.phi3 import modeling_phi3 as m
+
+    partial = 0.75 if variant == "phi4-mini" else 1.0
+    half = int(64 * partial) // 2
+    config = Phi3Config(hidden_size=128, num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=131072,
+                        original_max_position_embeddings=4096, partial_rotary_factor=partial,
+                        rope_parameters={"rope_type": "longrope", "short_factor": SHORT32[:half],
+                                         "long_factor": LONG32[:half], "rope_theta": 10000.0}, **TINY)
+    raw = {"model_type": "phi3", "hidden_size": 128, "num_attention_heads": 2, "max_position_embeddings": 131072,
+           "original_max_position_embeddings": 4096, "partial_rotary_factor": partial, "rope_theta": 10000.0,
+           "rope_scaling": {"type": "longrope", "short_factor": SHORT32[:half], "long_factor": LONG32[:half]}}
+    for cfg in (config, raw):
+        rot = posenc.RotaryEmbedding.from_config(cfg)
+        assert rot.rotary_dim == 2 * half
+        for positions in (POSITIONS[:40], POSITIONS):
+            _check_standard(rot, m.Phi3RotaryEmbedding(config), m.apply_rotary_pos_emb, positions, 64)
+
+
+def test_from_config_gemma3_both_layer_types():
+    from transformers import Gemma3Config, Gemma3TextConfig
+    from transformers.models.gemma3 import modeling_gemma3 as m
+
+    config = Gemma3TextConfig(hidden_size=64, num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+                              max_position_embeddings=131072, layer_types=["sliding_attention", "full_attention"],
+                              rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                               "full_attention": {"rope_type": "linear", "factor": 8.0,
+                                                                  "rope_theta": 1e6}}, **TINY)
+    emb = m.Gemma3RotaryEmbedding(config)
+    for layer_type, base in (("sliding_attention", 10000.0), ("full_attention", 1e6)):
+        for cfg in (config, config.to_dict(), Gemma3Config(text_config=config.to_dict())):
+            rot = posenc.RotaryEmbedding.from_config(cfg, layer_type=layer_type)
+            assert rot.base == base
+            _check_standard(rot, emb, m.apply_rotary_pos_emb, POSITIONS, 32, layer_type=layer_type)
+    with pytest.raises(ValueError, match="layer_type"):
+        posenc.RotaryEmbedding.from_config(config)
+    with pytest.raises(ValueError, match="layer_type"):
+        posenc.RotaryEmbedding.from_config(config, layer_type="local")
+
+
+def test_from_config_gemma4_both_layer_types():
+    """Gemma 4: default RoPE on sliding layers (head_dim 32), p-RoPE on full ones with their own head dim."""
+    from transformers import Gemma4TextConfig
+    from transformers.models.gemma4 import modeling_gemma4 as m
+
+    config = Gemma4TextConfig(hidden_size=64, num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+                              global_head_dim=64, num_hidden_layers=6, intermediate_size=32, vocab_size=32)
+    emb = m.Gemma4TextRotaryEmbedding(config)
+    for layer_type, head_dim in (("sliding_attention", 32), ("full_attention", 64)):
+        for cfg in (config, config.to_dict()):
+            rot = posenc.RotaryEmbedding.from_config(cfg, layer_type=layer_type)
+            assert rot.dim == rot.rotary_dim == head_dim
+            _check_standard(rot, emb, m.apply_rotary_pos_emb, POSITIONS, head_dim, layer_type=layer_type,
+                            single=True)
+    w = posenc.RotaryEmbedding.from_config(config, layer_type="full_attention").inv_freq
+    assert (w[int(0.25 * 64 // 2):] == 0).all() and (w[:8] > 0).all()
+
+
+def test_from_config_deepseek_v3():
+    """DeepSeek-V3: yarn on the qk_rope_head_dim features, interleaved pairs (rope_interleave)."""
+    from transformers import DeepseekV3Config
+    from transformers.models.deepseek_v3 import modeling_deepseek_v3 as m
+
+    config = DeepseekV3Config(hidden_size=64, num_attention_heads=2, num_key_value_heads=2, qk_rope_head_dim=16,
+                              qk_nope_head_dim=16, v_head_dim=16, kv_lora_rank=16, q_lora_rank=None,
+                              max_position_embeddings=163840, n_routed_experts=4, num_experts_per_tok=2,
+                              moe_intermediate_size=16, first_k_dense_replace=1,
+                              rope_parameters={"rope_type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096,
+                                               "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                               "rope_theta": 10000.0}, **TINY)
+    raw = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128, "qk_rope_head_dim": 16,
+           "max_position_embeddings": 163840, "rope_theta": 10000.0,
+           "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, "beta_fast": 32,
+                            "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}, "rope_interleave": True}
+    emb = m.DeepseekV3RotaryEmbedding(config)
+    pid = torch.from_numpy(POSITIONS)[None]
+    q, k = _qk(len(POSITIONS), 16, heads=(2, 1))
+    cos, sin = emb(q, pid)
+    eq, ek = m.apply_rotary_pos_emb_interleave(q, k, cos, sin)
+    for cfg in (config, raw):
+        rot = posenc.RotaryEmbedding.from_config(cfg)
+        assert (rot.dim, rot.interleaved) == (16, True)
+        gq, gk = rot(q.numpy(), k.numpy(), POSITIONS, seq_axis=-2)
+        w, w_hf = rot.inv_freq, emb.inv_freq.double().numpy()
+        assert hf_inv_freq_rtol(w, w_hf) <= 6 * U
+        assert rot.attention_scaling == pytest.approx(emb.attention_scaling, rel=1e-12)
+        bound = angle_bound(POSITIONS, w, w_hf, rot.attention_scaling)
+        # DeepSeek returns the rotated pairs de-interleaved: put ours the same way.
+        for ours, theirs, x in ((gq, eq, q), (gk, ek, k)):
+            ours = np.concatenate([ours[..., 0::2], ours[..., 1::2]], -1)
+            xs = torch.cat([x[..., 0::2], x[..., 1::2]], -1)
+            assert_rotated(ours, theirs, xs, bound, 16, False, -2)
+
+
+def test_from_config_gptj():
+    """GPT-J: rotary_dim of the head rotated with interleaved pairs, [batch, seq, heads, head_dim]."""
+    from transformers import GPTJConfig
+    from transformers.models.gptj import modeling_gptj as m
+
+    config = GPTJConfig(n_embd=128, n_head=2, rotary_dim=16, n_positions=70000, n_layer=1, vocab_size=32)
+    emb = m.GPTJRotaryEmbedding(config)
+    positions = _positions(70000)
+    pid = torch.from_numpy(positions)[None]
+    q, k = _qk(len(positions), 64, heads=(2, 2), seq_first=True)
+    sin, cos = emb(q, pid)
+    eq = torch.cat([m.apply_rotary_pos_emb(q[..., :16], sin, cos), q[..., 16:]], -1)
+    ek = torch.cat([m.apply_rotary_pos_emb(k[..., :16], sin, cos), k[..., 16:]], -1)
+    w_hf = (1.0 / (10000 ** (torch.arange(0, 16, 2, dtype=torch.int64) / 16))).double().numpy()
+    for cfg in (config, config.to_dict()):
+        rot = posenc.RotaryEmbedding.from_config(cfg)
+        assert (rot.dim, rot.rotary_dim, rot.interleaved) == (64, 16, True)
+        gq, gk = rot(q.numpy(), k.numpy(), positions)
+        bound = angle_bound(positions, rot.inv_freq, w_hf, 1.0)
+        assert_rotated(gq, eq, q, bound, 16, True, -3)
+        assert_rotated(gk, ek, k, bound, 16, True, -3)
+
+
+def test_from_config_gpt_neox():
+    """GPT-NeoX: partial_rotary_factor 0.25 (rotary_pct in its checkpoints) of the head."""
+    from transformers import GPTNeoXConfig
+    from transformers.models.gpt_neox import modeling_gpt_neox as m
+
+    config = GPTNeoXConfig(hidden_size=256, num_attention_heads=4, max_position_embeddings=2048, **TINY)
+    raw = {"model_type": "gpt_neox", "hidden_size": 256, "num_attention_heads": 4, "rotary_pct": 0.25,
+           "rotary_emb_base": 10000, "max_position_embeddings": 2048}
+    emb = m.GPTNeoXRotaryEmbedding(config)
+    pid = torch.from_numpy(POSITIONS)[None]
+    q, k = _qk(len(POSITIONS), 64)
+    cos, sin = emb(q, pid)
+    eq_r, ek_r = m.apply_rotary_pos_emb(q[..., :16], k[..., :16], cos, sin)
+    eq, ek = torch.cat([eq_r, q[..., 16:]], -1), torch.cat([ek_r, k[..., 16:]], -1)
+    for cfg in (config, raw):
+        rot = posenc.RotaryEmbedding.from_config(cfg)
+        assert (rot.dim, rot.rotary_dim) == (64, 16)
+        gq, gk = rot(q.numpy(), k.numpy(), POSITIONS, seq_axis=-2)
+        bound = angle_bound(POSITIONS, rot.inv_freq, emb.inv_freq.double().numpy(), 1.0)
+        assert_rotated(gq, eq, q, bound, 16, False, -2)
+        assert_rotated(gk, ek, k, bound, 16, False, -2)
+
+
+def test_from_config_bad_configs():
+    from transformers import GPT2Config
+
+    with pytest.raises(TypeError, match="config"):
+        posenc.RotaryEmbedding.from_config("llama")
+    with pytest.raises(ValueError, match="not a rotary model"):
+        posenc.RotaryEmbedding.from_config(GPT2Config())
+    with pytest.raises(ValueError, match="head_dim"):
+        posenc.RotaryEmbedding.from_config({"rope_theta": 1e4})
+    with pytest.raises(ValueError, match="mrope_section"):  # sections not summing to head_dim/2
+        posenc.RotaryEmbedding.from_config({"model_type": "qwen2_vl", "hidden_size": 64, "num_attention_heads": 2,
+                                            "rope_theta": 1e6})

@@ -20,7 +20,7 @@ import numpy as np
 from . import _checks
 from ._api import entry
 from ._plans.rope import (DEFAULT_BASE, SEQ_DEPENDENT, RopeCosSin, RopeParams, RopeRotationQK, _pair_axes,
-                          cos_sin, parse_scaling, positions_from_cu_seqlens, rope_inv_freq, rope_params, rotation,
+                          config_rotary, cos_sin, parse_scaling, positions_from_cu_seqlens, rope_inv_freq, rope_params, rotation,
                           rotation_qk, scheme_frequencies)
 
 __all__ = ["RotaryEmbedding", "apply_rope", "apply_rope_qk", "positions_from_cu_seqlens", "rope_cos_sin",
@@ -282,6 +282,79 @@ class RotaryEmbedding:
         self._seq_len: Optional[int] = None
         self.inv_freq, self.attention_scaling = scheme_frequencies(self.rotary_dim, self.base, self._kind, self._params)
         self._tables: Optional[Tuple[np.ndarray, np.ndarray]] = None
+
+    @classmethod
+    def from_config(cls, config: Any, *, layer_type: Any = None, max_positions: Any = None) -> "RotaryEmbedding":
+        """The rotary embedding of a Hugging Face transformers model, read from its config.
+
+        Parameters
+        ----------
+        config : transformers config or dict
+            A ``PreTrainedConfig`` (read through ``config.to_dict()``), its dict, or a
+            checkpoint's ``config.json`` (older names too: ``rope_scaling``, ``n_embd``,
+            ``n_head``, ``rotary_pct``, ``rotary_emb_base``). A vision-language config is
+            read through its ``text_config``. Read:
+
+            - head dim: ``qk_rope_head_dim`` (DeepSeek's MLA), else ``head_dim``, else
+              ``hidden_size // num_attention_heads``;
+            - ``rope_parameters`` (or ``rope_scaling``) as :func:`rope_inv_freq`'s
+              ``scaling``, ``rope_theta`` (in it or beside it; default 10000),
+              ``partial_rotary_factor`` (in it or beside it) → ``rotary_dim``, GPT-J's
+              ``rotary_dim``;
+            - ``max_position_embeddings``: dynamic NTK's original length (as
+              transformers reads it), and ``original_max_position_embeddings`` of
+              llama3/yarn/longrope when absent (Phi-3's top-level value first), and
+              ``factor`` of yarn/longrope when absent (their ratio);
+            - M-RoPE: ``mrope_section`` (Qwen2/2.5-VL default (16, 24, 24); Qwen3-VL
+              (24, 20, 20), interleaved), ``mrope_interleaved``;
+            - GPT-J pairing (``interleaved=True``) for GPT-J, CodeGen, Cohere and configs
+              with ``rope_interleave`` (DeepSeek-V3: its ``apply_rotary_pos_emb_interleave``
+              returns the rotated pairs de-interleaved, first members then second members;
+              posenc leaves each pair in place, so ``q·k`` is the same).
+        layer_type : str, optional
+            Which entry of a per-layer-type ``rope_parameters`` (Gemma 3/4:
+            ``"sliding_attention"``, ``"full_attention"``); required there. Gemma 4's
+            per-layer head dims (``per_layer_config``) are honoured.
+        max_positions : int, optional
+            As in the constructor.
+
+        Returns
+        -------
+        RotaryEmbedding
+
+        Raises
+        ------
+        TypeError
+            ``config`` neither a config nor a dict.
+        ValueError
+            A config without rotary parameters or head dim, a per-layer-type config without
+            ``layer_type`` (or an unknown one), and every bad value the constructor refuses
+            (naming its key).
+
+        Notes
+        -----
+        Transformers' dynamic NTK keeps the frequencies of the longest sequence seen
+        until a call shorter than ``max_position_embeddings``; posenc's follow each
+        call's own length (the same for a fresh model and any single call).
+
+        Examples
+        --------
+        >>> import numpy as np, posenc
+        >>> config = {"model_type": "phi", "hidden_size": 256, "num_attention_heads": 4,
+        ...           "max_position_embeddings": 2048, "rope_parameters": {"rope_type": "default",
+        ...           "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}
+        >>> rope = posenc.RotaryEmbedding.from_config(config)
+        >>> rope.dim, rope.rotary_dim, rope.base
+        (64, 32, 10000.0)
+        >>> gemma = {"hidden_size": 64, "num_attention_heads": 2, "head_dim": 32,
+        ...          "layer_types": ["sliding_attention", "full_attention"],
+        ...          "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        ...                              "full_attention": {"rope_type": "linear", "factor": 8.0,
+        ...                                                 "rope_theta": 1000000.0}}}
+        >>> posenc.RotaryEmbedding.from_config(gemma, layer_type="full_attention").base
+        1000000.0
+        """
+        return cls(**config_rotary(config, layer_type), max_positions=max_positions)
 
     def _at_length(self, seq_len: int) -> None:
         """Frequencies of a sequence-dependent scheme at ``seq_len`` (recomputed when it changes)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from typing import Any, Dict, FrozenSet, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -720,3 +721,125 @@ def cos_sin(positions: Optional[np.ndarray], n: int, *, inv_freq: np.ndarray, sc
     """The plan of cos/sin tables of checked positions (:func:`posenc._checks.positions`) and frequencies."""
     _checks.result_size((n, inv_freq.shape[0]), dtype, "the table")
     return RopeCosSin(positions, n, inv_freq, scale, dtype)
+
+
+# ------------------------------------------------------------------ Transformers configs (RotaryEmbedding.from_config)
+
+# Models whose attention pairs features (2i, 2i + 1) (rotate_every_two / Cohere's rotate_half);
+# DeepSeek-V3 and its kin say so with `rope_interleave`.
+_INTERLEAVED_MODELS = frozenset({"gptj", "codegen", "cohere", "cohere2"})
+# M-RoPE models and the section their rotary class falls back on (`rope_parameters.get("mrope_section", ...)`);
+# Qwen3-VL's interleaves the sections whatever its config says.
+_MROPE_DEFAULTS = {"qwen2_vl": ((16, 24, 24), False), "qwen2_5_vl": ((16, 24, 24), False),
+                   "qwen3_vl": ((24, 20, 20), True), "qwen3_vl_moe": ((24, 20, 20), True)}
+# Older names of config attributes (a transformers config's `attribute_map`, raw checkpoint files).
+_ALIASES = {"hidden_size": ("hidden_size", "n_embd", "d_model"),
+            "num_attention_heads": ("num_attention_heads", "n_head", "num_heads"),
+            "max_position_embeddings": ("max_position_embeddings", "n_positions", "max_seq_len")}
+
+
+def _config_dict(config: Any) -> Dict[str, Any]:
+    """A transformers config object or its dict (``config.to_dict()``, a ``config.json``), as a dict of
+    the language model's attributes (a vision-language config's ``text_config``)."""
+    if isinstance(config, Mapping):
+        d = dict(config)
+    elif callable(getattr(config, "to_dict", None)):
+        d = config.to_dict()
+        if not isinstance(d, Mapping):
+            raise TypeError(f"config.to_dict() must return a dict, got {type(d).__name__}")
+        d = dict(d)
+    else:
+        raise TypeError(f"config must be a transformers config or its dict, got {type(config).__name__}")
+    text = d.get("text_config")
+    if isinstance(text, Mapping) and not any(k in d for k in _ALIASES["num_attention_heads"]):
+        d = {**dict(text), "model_type": d.get("model_type", text.get("model_type"))}
+    return d
+
+
+def _get(d: Dict[str, Any], key: str) -> Any:
+    for name in _ALIASES.get(key, (key,)):
+        if d.get(name) is not None:
+            return d[name]
+    return None
+
+
+def _config_int(value: Any, name: str) -> int:
+    try:
+        return _checks.integer(value, f"config[{name!r}]", minimum=1)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def config_rotary(config: Any, layer_type: Any) -> Dict[str, Any]:
+    """The ``RotaryEmbedding`` arguments of a transformers config (see ``RotaryEmbedding.from_config``)."""
+    d = _config_dict(config)
+    model_type = str(d.get("model_type") or "")
+    params = d.get("rope_parameters") or d.get("rope_scaling") or {}
+    if not isinstance(params, Mapping):
+        raise ValueError(f"config['rope_parameters'] must be a dict, got {type(params).__name__}")
+    params = dict(params)
+    layer_types = d.get("layer_types") or ()
+    nested = [k for k, v in params.items() if isinstance(v, Mapping) or (v is None and k in layer_types)]
+    if nested and len(nested) == len(params):  # per layer type (Gemma 3/4): pick one
+        if layer_type is None:
+            raise ValueError(f"config['rope_parameters'] differs per layer type ({', '.join(map(repr, nested))}): "
+                             "pass layer_type=")
+        if layer_type not in params:
+            raise ValueError(f"layer_type must be one of {', '.join(map(repr, nested))}, got {layer_type!r}")
+        if params[layer_type] is None:
+            raise ValueError(f"layer_type {layer_type!r} has no rotary embedding (rope_parameters is None)")
+        params = dict(params[layer_type])
+    elif layer_type is not None and layer_types and layer_type not in layer_types:
+        raise ValueError(f"layer_type must be one of {', '.join(map(repr, sorted(set(layer_types))))}, "
+                         f"got {layer_type!r}")
+    # Attributes of the layer: a heterogeneous config (Gemma 4) overrides some per layer index.
+    layer = dict(d)
+    overrides = d.get("per_layer_config")
+    if layer_type is not None and isinstance(overrides, Mapping) and layer_types:
+        index = list(layer_types).index(layer_type)
+        over = overrides.get(index, overrides.get(str(index)))
+        if isinstance(over, Mapping):
+            layer.update(over)
+    # Transformers' priority: the rope dict, then the config's attributes (old names too), then defaults.
+    theta = params.get("rope_theta", _get(layer, "rope_theta") or layer.get("rotary_emb_base"))
+    if theta is None and not params and model_type not in _INTERLEAVED_MODELS and layer.get("rotary_dim") is None:
+        raise ValueError(f"config (model_type {model_type!r}) has no rope_parameters, rope_scaling or rope_theta: "
+                         "not a rotary model")
+    params["rope_theta"] = 10000.0 if theta is None else theta
+    partial = params.get("partial_rotary_factor", _get(layer, "partial_rotary_factor") or layer.get("rotary_pct"))
+    if partial is not None:
+        params["partial_rotary_factor"] = partial
+    head_dim = _get(layer, "qk_rope_head_dim") or _get(layer, "head_dim")
+    if head_dim is None:
+        hidden, heads = _get(layer, "hidden_size"), _get(layer, "num_attention_heads")
+        if hidden is None or heads is None:
+            raise ValueError("config needs head_dim, or hidden_size and num_attention_heads")
+        head_dim = _config_int(hidden, "hidden_size") // _config_int(heads, "num_attention_heads")
+    head_dim = _config_int(head_dim, "head_dim")
+    max_pos = _get(layer, "max_position_embeddings")
+    kind = _scaling_type(params)
+    if kind == "dynamic":  # transformers' dynamic NTK: the config's length is the original one
+        if max_pos is None:
+            raise ValueError("rope_type 'dynamic' needs config['max_position_embeddings']")
+        params["original_max_position_embeddings"] = max_pos
+    elif kind in ("llama3", "yarn", "longrope"):
+        if layer.get("original_max_position_embeddings") is not None:  # Phi-3 keeps it outside the dict
+            params["original_max_position_embeddings"] = layer["original_max_position_embeddings"]
+        elif params.get("original_max_position_embeddings") is None and max_pos is not None:
+            params["original_max_position_embeddings"] = max_pos
+        if kind != "llama3" and params.get("factor") is None and max_pos is not None and \
+                params.get("original_max_position_embeddings") and not (kind == "longrope" and
+                                                                        params.get("attention_factor") is not None):
+            params["factor"] = max_pos / _number(params, "original_max_position_embeddings")
+    section, mrope_interleaved = None, False
+    family = next((f for f in _MROPE_DEFAULTS if model_type in (f, f + "_text")), None)
+    if family is not None:
+        default_section, mrope_interleaved = _MROPE_DEFAULTS[family]
+        section = params.get("mrope_section") or default_section
+        params["mrope_section"] = list(section)
+    interleaved = model_type in _INTERLEAVED_MODELS or bool(layer.get("rope_interleave"))
+    rotary_dim = layer.get("rotary_dim")
+    if rotary_dim is not None:  # GPT-J, CodeGen: rotated features counted directly
+        rotary_dim = _config_int(rotary_dim, "rotary_dim")
+    return dict(dim=head_dim, scaling=params, rotary_dim=rotary_dim, interleaved=interleaved,
+                mrope_interleaved=mrope_interleaved)
