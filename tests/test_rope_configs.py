@@ -21,9 +21,12 @@ import pytest
 
 import posenc
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-from transformers import modeling_rope_utils as mru  # noqa: E402
+from helpers import optional
+
+torch = optional("torch")
+mru = optional("transformers.modeling_rope_utils")
+# Tests against transformers (an optional peer, installed beside torch); the closed forms and docs run without.
+requires_hf = pytest.mark.skipif(torch is None or mru is None, reason="needs torch and transformers")
 
 U = 2.0 ** -24
 # Positions: a short prefix, the edges of the original contexts used below, and long ones up to 2^20.
@@ -126,6 +129,7 @@ def hf_scaling(config) -> dict:
     return rp
 
 
+@requires_hf
 @pytest.mark.parametrize("case", RP_CASES, ids=[c[0] for c in RP_CASES])
 @pytest.mark.parametrize("seq_len", [None, 1000, 200000])
 def test_rope_inv_freq_matches_rope_init_functions(case, seq_len):
@@ -146,6 +150,7 @@ def test_rope_inv_freq_matches_rope_init_functions(case, seq_len):
         assert w.shape == (int(head_dim * rp["partial_rotary_factor"]) // 2,)
 
 
+@requires_hf
 @pytest.mark.parametrize("case", RP_CASES, ids=[c[0] for c in RP_CASES])
 def test_rotary_class_and_apply_rotary_pos_emb(case):
     """cos/sin of the model's rotary class and q/k through its apply_rotary_pos_emb, at positions up to 2^20,
@@ -288,6 +293,7 @@ def test_qwen2_vl_dicts_are_accepted():
         posenc.rope_inv_freq(16, scaling={"type": "linear", "rope_type": "yarn", "factor": 2.0})
 
 
+@requires_hf
 def test_per_layer_type_dict():
     """Gemma's nested dict: each entry works as given; the whole dict is refused with a named error."""
     from transformers import Gemma3TextConfig
@@ -376,6 +382,7 @@ def _check_standard(rot, emb, apply, positions, head_dim, *, layer_type=None, si
         assert_cos_sin(c, s, cos[0], sin[0], positions, w, w_hf, rot.attention_scaling)
 
 
+@requires_hf
 def test_from_config_llama31():
     from transformers import LlamaConfig
     from transformers.models.llama import modeling_llama as m
@@ -390,6 +397,7 @@ def test_from_config_llama31():
         _check_standard(rot, m.LlamaRotaryEmbedding(config), m.apply_rotary_pos_emb, POSITIONS, 64)
 
 
+@requires_hf
 @pytest.mark.parametrize("kind", ["dynamic", "linear", "yarn", "longrope"])
 def test_from_config_llama_other_types(kind):
     """Every rope type through the Llama class, with what transformers reads beside the dict
@@ -418,6 +426,7 @@ def _mrope_positions(n, rng):
     return pos[:, None, :].astype(np.int64)
 
 
+@requires_hf
 @pytest.mark.parametrize("model", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl-defaults"])
 @pytest.mark.parametrize("form", ["object", "to_dict", "raw"])
 def test_from_config_qwen_vl(model, form):
@@ -478,6 +487,7 @@ def test_from_config_qwen_vl(model, form):
     assert_cos_sin(c, s, tc[0], ts[0], pos[0, 0], w, w_hf, 1.0)
 
 
+@requires_hf
 @pytest.mark.parametrize("variant", ["phi3-mini-128k", "phi4-mini"])
 def test_from_config_phi3_longrope(variant):
     """Phi-3: longrope without factor, original_max_position_embeddings beside the dict; Phi-4-mini
@@ -501,6 +511,7 @@ def test_from_config_phi3_longrope(variant):
             _check_standard(rot, m.Phi3RotaryEmbedding(config), m.apply_rotary_pos_emb, positions, 64)
 
 
+@requires_hf
 def test_from_config_gemma3_both_layer_types():
     from transformers import Gemma3Config, Gemma3TextConfig
     from transformers.models.gemma3 import modeling_gemma3 as m
@@ -522,6 +533,7 @@ def test_from_config_gemma3_both_layer_types():
         posenc.RotaryEmbedding.from_config(config, layer_type="local")
 
 
+@requires_hf
 def test_from_config_gemma4_both_layer_types():
     """Gemma 4: default RoPE on sliding layers (head_dim 32), p-RoPE on full ones with their own head dim."""
     from transformers import Gemma4TextConfig
@@ -540,6 +552,7 @@ def test_from_config_gemma4_both_layer_types():
     assert (w[int(0.25 * 64 // 2):] == 0).all() and (w[:8] > 0).all()
 
 
+@requires_hf
 def test_from_config_deepseek_v3():
     """DeepSeek-V3: yarn on the qk_rope_head_dim features, interleaved pairs (rope_interleave)."""
     from transformers import DeepseekV3Config
@@ -576,6 +589,7 @@ def test_from_config_deepseek_v3():
             assert_rotated(ours, theirs, xs, bound, 16, False, -2)
 
 
+@requires_hf
 def test_from_config_gptj():
     """GPT-J: rotary_dim of the head rotated with interleaved pairs, [batch, seq, heads, head_dim]."""
     from transformers import GPTJConfig
@@ -599,6 +613,7 @@ def test_from_config_gptj():
         assert_rotated(gk, ek, k, bound, 16, True, -3)
 
 
+@requires_hf
 def test_from_config_gpt_neox():
     """GPT-NeoX: partial_rotary_factor 0.25 (rotary_pct in its checkpoints) of the head."""
     from transformers import GPTNeoXConfig
@@ -622,6 +637,7 @@ def test_from_config_gpt_neox():
         assert_rotated(gk, ek, k, bound, 16, False, -2)
 
 
+@requires_hf
 def test_from_config_bad_configs():
     from transformers import GPT2Config
 
@@ -634,3 +650,24 @@ def test_from_config_bad_configs():
     with pytest.raises(ValueError, match="mrope_section"):  # sections not summing to head_dim/2
         posenc.RotaryEmbedding.from_config({"model_type": "qwen2_vl", "hidden_size": 64, "num_attention_heads": 2,
                                             "rope_theta": 1e6})
+
+
+def test_docs_guide_transformers_section_runs():
+    """docs/guide.md's "Rotary embeddings from a Transformers config" examples, as written (no transformers)."""
+    import doctest
+    import pathlib
+    import re
+
+    doc = pathlib.Path(__file__).resolve().parents[1] / "docs" / "guide.md"
+    if not doc.exists():
+        pytest.skip("docs/guide.md not found next to the tests")
+    text = doc.read_text(encoding="utf-8")
+    start = text.index("## Rotary embeddings from a Transformers config")
+    section = text[start:text.index("\n## ", start + 1)]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert blocks
+    for i, block in enumerate(blocks):
+        test = doctest.DocTestParser().get_doctest(block, {}, f"guide.md[{i}]", str(doc), 0)
+        runner = doctest.DocTestRunner()
+        runner.run(test)
+        assert runner.summarize().failed == 0 and runner.summarize().attempted > 0
