@@ -99,6 +99,7 @@ def exact_boundary(bidirectional, nb, md, n, bucket):
     return 0 < c < k and n**k * me**c == md**c * me**k
 
 
+@pytest.mark.slow
 @requires_torch
 def test_t5_bucket_identical_to_torch_exhaustively(backend):
     """Every distance in [-2·max_distance-10, 2·max_distance+10] for ~3000 parameter sets, both backends.
