@@ -623,7 +623,8 @@ def rope_params(operands: Sequence[Tuple[np.ndarray, str]], *, positions: Any, o
         _checks.base(base)
         scale = 1.0
     elif scaling is None:
-        freqs = default_frequencies(rdim, base if type(base) in (float, int) else _checks.base(base))
+        freqs = default_frequencies(rdim, base if type(base) in (float, int) else 10000.0 if base is DEFAULT_BASE
+                                    else _checks.base(base))
         scale = 1.0
     else:
         rdim, freqs, scale, mrope_section, mrope_interleaved = _scaled(
