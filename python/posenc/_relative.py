@@ -504,8 +504,8 @@ __DEBERTA_PARAMETERS__
     >>> import posenc
     >>> posenc.deberta_bucket([-1000, -129, -128, 0, 5, 128, 129, 511, 4096])
     array([-317, -129, -128,    0,    5,  128,  129,  255,  446])
-    >>> posenc.deberta_bucket([27], bucket_size=16, max_position=13)  # exact value 29, as Transformers
-    array([30])
+    >>> posenc.deberta_bucket([27], bucket_size=16, max_position=13)  # a tie: exactly 8 + 21 = 29
+    array([29])
     >>> posenc.deberta_bucket([3, 300], bucket_size=0)
     array([  3, 300])
     """
