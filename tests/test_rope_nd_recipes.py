@@ -177,3 +177,344 @@ def test_timm_grids(shape):
     np.testing.assert_allclose(got, want, rtol=2 * 2**-24, atol=0)
     want = build(list(shape), grid_type="index", grid_offset=0.5).reshape(-1, 2).numpy()
     np.testing.assert_array_equal(posenc.rope_grid_coords(shape, offset=0.5), want)
+
+
+# ====================================================================== part 2: the recipes against the models
+
+needs_nd = pytest.mark.skipif(not hasattr(posenc, "apply_rope_nd"), reason="needs apply_rope_nd (branch ropend)")
+U32 = 2.0**-24  # the unit roundoff of float32
+
+
+def _pairs(x, pairs, interleaved):
+    """The two halves (u, v) of every rotated pair, as views of the last axis."""
+    if interleaved:
+        return x[..., 0 : 2 * pairs : 2], x[..., 1 : 2 * pairs : 2]
+    return x[..., :pairs], x[..., pairs : 2 * pairs]
+
+
+def _angles(coords, freqs, seq_axis, absolute=False):
+    """θ_j = Σ_a coords[s, a]·freqs[a, j] in float64, shaped to broadcast against x's [..., pairs] halves.
+
+    ``absolute``: Σ_a |coords[s, a]·freqs[a, j]|, the scale of a float32 evaluation's rounding errors."""
+    c = np.asarray(coords, np.float64)
+    f = np.asarray(freqs, np.float64)
+    if absolute:
+        c, f = np.abs(c), np.abs(f)
+    if f.ndim == 2:
+        theta = c @ f  # [seq, pairs]
+        return theta[:, None, :] if seq_axis == -3 else theta
+    theta = np.einsum("sa,hap->hsp", c, f)  # [heads, seq, pairs]
+    return theta.transpose(1, 0, 2) if seq_axis == -3 else theta
+
+
+def exact_rotation(x, coords, freqs, *, interleaved, seq_axis):
+    """The rotation evaluated in float64 from float64 coordinates and frequencies (the exact answer to 2^-50)."""
+    pairs = np.shape(freqs)[-1]
+    out = np.asarray(x, np.float64).copy()
+    theta = _angles(coords, freqs, seq_axis)
+    u, v = _pairs(np.asarray(x, np.float64), pairs, interleaved)
+    ou, ov = _pairs(out, pairs, interleaved)
+    ou[...], ov[...] = u * np.cos(theta) - v * np.sin(theta), v * np.cos(theta) + u * np.sin(theta)
+    return out
+
+
+def pair_errors(got, want, x, coords, freqs, *, interleaved, seq_axis):
+    """|got − want| of each rotated feature over the norm r of its pair in x, and the tail's difference."""
+    pairs = np.shape(freqs)[-1]
+    u, v = _pairs(np.asarray(x, np.float64), pairs, interleaved)
+    r = np.hypot(u, v) + 1e-30
+    d = np.asarray(got, np.float64) - np.asarray(want, np.float64)
+    du, dv = _pairs(d, pairs, interleaved)
+    tail = np.delete(d, np.r_[0 : 2 * pairs], axis=-1)
+    return np.maximum(np.abs(du), np.abs(dv)) / r, tail
+
+
+def assert_matches_peer(got, peer, x, coords, freqs, *, interleaved, seq_axis, angle_roundings):
+    """posenc against a peer that rounds its angle ``angle_roundings`` times in float32 (0: float64 angles).
+
+    Both rotate in float32 with cos/sin rounded once: each within 3·u·r of the exact rotation (u = 2^-24,
+    r the pair's norm; posenc's documented bound, and the peer's by the same count: cos and sin rounded,
+    two products and a sum), so 6·u·r apart; a peer angle rounded k times in float32 is off by at most
+    k·u·Σ_a|coords_a·freqs_aj| radians, which moves the rotated pair by that much times r.
+    """
+    rel, tail = pair_errors(got, peer, x, coords, freqs, interleaved=interleaved, seq_axis=seq_axis)
+    scale = _angles(coords, freqs, seq_axis, absolute=True)
+    bound = 6 * U32 + angle_roundings * U32 * scale
+    assert (rel <= bound).all(), f"worst {np.max(rel / bound):.3g} of the bound; max rel error {rel.max():.3g}"
+    assert not tail.any(), "features past 2·pairs must pass through unchanged"
+
+
+def assert_exact(got, x, coords, freqs, *, interleaved, seq_axis):
+    """posenc float32 within 3·2^-24 of each pair's norm of the float64 evaluation (issue 13's bound)."""
+    want = exact_rotation(x, coords, freqs, interleaved=interleaved, seq_axis=seq_axis)
+    rel, tail = pair_errors(got, want, x, coords, freqs, interleaved=interleaved, seq_axis=seq_axis)
+    assert rel.max() <= 3 * U32, f"posenc is {rel.max() / U32:.2f}·2^-24 off the exact rotation"
+    return rel.max()
+
+
+def peer_error(peer, x, coords, freqs, *, interleaved, seq_axis):
+    """The peer's worst error against the exact rotation, in units of 2^-24 of the pair's norm."""
+    want = exact_rotation(x, coords, freqs, interleaved=interleaved, seq_axis=seq_axis)
+    rel, _ = pair_errors(peer, want, x, coords, freqs, interleaved=interleaved, seq_axis=seq_axis)
+    return rel.max() / U32
+
+
+def _rand(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# ---------------------------------------------------------------------- FLUX
+
+def flux_peer(x, ids, theta=10000, axes_dim=(16, 56, 56)):
+    """diffusers' FLUX: FluxPosEmbed(theta, axes_dim)(ids), then apply_rotary_emb(use_real=True,
+    use_real_unbind_dim=-1) on [batch, seq, heads, head_dim] (sequence_dim=1, as its attention processor)."""
+    from diffusers.models.embeddings import apply_rotary_emb
+    from diffusers.models.transformers.transformer_flux import FluxPosEmbed
+
+    cos, sin = FluxPosEmbed(theta=theta, axes_dim=list(axes_dim))(torch.from_numpy(np.asarray(ids)))
+    out = apply_rotary_emb(torch.from_numpy(x), (cos, sin), use_real=True, use_real_unbind_dim=-1, sequence_dim=1)
+    return out.numpy()
+
+
+def flux_recipe(x, ids, theta=10000.0, axes_dim=(16, 56, 56)):
+    freqs = posenc.rope_axial_freqs(axes_dim, base=theta)  # [3, 64]: t, rows, columns
+    return posenc.apply_rope_nd(x, ids, freqs, interleaved=True), freqs
+
+
+def flux_ids(n_text, h, w):
+    return np.concatenate([np.zeros((n_text, 3)), posenc.rope_grid_coords((1, h, w))])
+
+
+@needs_nd
+@needs_diffusers
+@pytest.mark.parametrize("n_text,h,w", [(0, 1, 1), (3, 2, 5), (16, 8, 8), (7, 32, 24)])
+def test_flux(n_text, h, w):
+    ids = flux_ids(n_text, h, w)
+    x = _rand((2, len(ids), 3, 128), seed=h * w)
+    got, freqs = flux_recipe(x.copy(), ids)
+    want = flux_peer(x, ids)
+    # FLUX's angles are float64 (of float32 ids, exact here), its rotation float32: as close as posenc
+    assert_matches_peer(got, want, x, ids, freqs, interleaved=True, seq_axis=-3, angle_roundings=0)
+    assert_exact(got, x, ids, freqs, interleaved=True, seq_axis=-3)
+    # in place, as a user rotates q and k of the attention processor
+    inplace = x.copy()
+    assert posenc.apply_rope_nd(inplace, ids, freqs, interleaved=True, out=inplace) is inplace
+    np.testing.assert_array_equal(inplace, got)
+
+
+@needs_nd
+@needs_diffusers
+def test_flux_float_ids_exactness():
+    """Fractional ids (interpolated or shifted grids): FLUX rounds them to float32 (``ids.float()``), posenc
+    does not. Against the float64 evaluation posenc stays within 3·2^-24; FLUX's error grows with the id."""
+    rng = np.random.default_rng(5)
+    ids = np.concatenate([np.zeros((4, 3)), posenc.rope_grid_coords((1, 16, 16), offset=(0.0, 1000.1, 2**20 + 0.3))])
+    ids = ids + rng.uniform(0, 1, ids.shape) * [0, 1, 1]
+    x = _rand((1, len(ids), 2, 128), seed=1)
+    got, freqs = flux_recipe(x.copy(), ids)
+    ours = assert_exact(got, x, ids, freqs, interleaved=True, seq_axis=-3)
+    theirs = peer_error(flux_peer(x, ids), x, ids, freqs, interleaved=True, seq_axis=-3)
+    assert theirs > 1000, theirs  # the ids' float32 rounding (2^-24·2^20 ≈ 0.06 rad on the fastest column pair)
+    print(f"FLUX float ids up to 2^20: posenc {ours / U32:.2f}, diffusers {theirs:.3g} (units of 2^-24·|pair|)")
+
+
+# ---------------------------------------------------------------------- Qwen2-VL's vision tower
+
+def qwen2vl_peer(x, grid_thw, merge, head_dim, theta=10000.0, keep=slice(None)):
+    """Transformers' Qwen2-VL vision tower: get_vision_position_ids, Qwen2VLVisionRotaryEmbedding,
+    apply_rotary_pos_emb_vision on q of shape [seq, heads, head_dim] (the tokens ``keep`` of the grid)."""
+    from transformers.models.qwen2_vl import modeling_qwen2_vl as m
+
+    heads = x.shape[-2]
+    config = transformers.Qwen2VLVisionConfig(embed_dim=heads * head_dim, num_heads=heads,
+                                              rope_parameters={"rope_type": "axial", "rope_theta": theta})
+    ids = vision_utils.get_vision_position_ids(torch.tensor(grid_thw), merge)[keep]
+    q = torch.from_numpy(x)
+    cos, sin = m.Qwen2VLVisionRotaryEmbedding(config)(q, ids)
+    q_out, _ = m.apply_rotary_pos_emb_vision(q, q.clone(), cos, sin)
+    return q_out.numpy()
+
+
+def qwen2vl_recipe(x, grid_thw, merge, head_dim, theta=10000.0):
+    freqs = posenc.rope_axial_freqs((head_dim // 2, head_dim // 2), base=theta)  # rows, then columns
+    coords = np.concatenate([posenc.rope_grid_coords(g, spatial_merge=merge)[:, 1:] for g in grid_thw])
+    return posenc.apply_rope_nd(x, coords, freqs), coords, freqs
+
+
+@needs_nd
+@needs_transformers
+@pytest.mark.parametrize("grid_thw,merge", [([(1, 2, 2)], 2), ([(1, 4, 6)], 2), ([(1, 14, 20), (2, 8, 8)], 2),
+                                            ([(1, 64, 92)], 2), ([(3, 5, 7)], 1)])
+@pytest.mark.parametrize("head_dim", [80, 64])
+def test_qwen2vl_vision(grid_thw, merge, head_dim):
+    n = sum(t * h * w for t, h, w in grid_thw)
+    x = _rand((n, 3, head_dim), seed=n)
+    got, coords, freqs = qwen2vl_recipe(x.copy(), grid_thw, merge, head_dim)
+    want = qwen2vl_peer(x, grid_thw, merge, head_dim)
+    # Transformers: float32 inv_freq (a float32 power), float32 product: about three roundings of the angle
+    assert_matches_peer(got, want, x, coords, freqs, interleaved=False, seq_axis=-3, angle_roundings=3)
+    assert_exact(got, x, coords, freqs, interleaved=False, seq_axis=-3)
+
+
+@needs_nd
+@needs_transformers
+def test_qwen2vl_vision_large_grid_exactness():
+    """A 2048 × 2048 patch grid's last rows: the float32 angles of the model drift, posenc's do not."""
+    grid = [(1, 2048, 2048)]
+    coords_all = posenc.rope_grid_coords(grid[0], spatial_merge=2)[:, 1:]
+    head_dim = 80
+    keep = slice(len(coords_all) - 4096, None)
+    x = _rand((4096, 2, head_dim), seed=3)
+    freqs = posenc.rope_axial_freqs((40, 40))
+    got = posenc.apply_rope_nd(x, coords_all[keep], freqs)
+    ours = assert_exact(got, x, coords_all[keep], freqs, interleaved=False, seq_axis=-3)
+    theirs = peer_error(qwen2vl_peer(x, grid, 2, head_dim, keep=keep), x, coords_all[keep], freqs, interleaved=False,
+                        seq_axis=-3)
+    assert theirs > 3 * 8, theirs
+    print(f"Qwen2-VL vision, 2048² grid: posenc {ours / U32:.2f}, Transformers {theirs:.3g} (units of 2^-24·|pair|)")
+
+
+# ---------------------------------------------------------------------- Pixtral
+
+def pixtral_freqs(head_dim, theta=10000.0):
+    """Pixtral's split: inv_freq = θ^(-2i/head_dim); the even ones rotate by the row, the odd ones by the column."""
+    inv = theta ** (-np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    freqs = np.zeros((2, head_dim // 2))
+    freqs[0, : head_dim // 4] = inv[0::2]
+    freqs[1, head_dim // 4 :] = inv[1::2]
+    return freqs
+
+
+def pixtral_peer(x, hw_list, head_dim, theta=10000.0):
+    """Transformers' PixtralVisionRotaryEmbedding + apply_rotary_pos_emb(unsqueeze_dim=0) on [batch, heads, seq, D]."""
+    from transformers.models.pixtral import modeling_pixtral as m
+
+    heads = x.shape[1]
+    config = transformers.PixtralVisionConfig(hidden_size=heads * head_dim, num_attention_heads=heads,
+                                              head_dim=head_dim,
+                                              rope_parameters={"rope_type": "axial", "rope_theta": theta})
+    ids = torch.cat([torch.stack([a.flatten(), b.flatten()], -1)
+                     for a, b in (torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij") for h, w in hw_list)])
+    q = torch.from_numpy(x)
+    cos, sin = m.PixtralVisionRotaryEmbedding(config)(q, ids)
+    q_out, _ = m.apply_rotary_pos_emb(q, q.clone(), cos, sin, unsqueeze_dim=0)
+    return q_out.numpy()
+
+
+@needs_nd
+@needs_transformers
+@pytest.mark.parametrize("hw_list", [[(1, 1)], [(3, 5)], [(16, 16), (4, 9)], [(64, 64)]])
+def test_pixtral(hw_list):
+    head_dim = 64
+    coords = np.concatenate([posenc.rope_grid_coords(hw) for hw in hw_list])
+    x = _rand((1, 4, len(coords), head_dim), seed=len(coords))
+    freqs = pixtral_freqs(head_dim)
+    got = posenc.apply_rope_nd(x, coords, freqs, seq_axis=-2)
+    want = pixtral_peer(x, hw_list, head_dim)
+    assert_matches_peer(got, want, x, coords, freqs, interleaved=False, seq_axis=-2, angle_roundings=3)
+    assert_exact(got, x, coords, freqs, interleaved=False, seq_axis=-2)
+    # the split matters: Qwen2-VL's (rows take the first half of the frequencies) is not Pixtral's
+    if len(coords) > 4:
+        other = posenc.apply_rope_nd(x, coords, posenc.rope_axial_freqs((head_dim // 2, head_dim // 2)), seq_axis=-2)
+        assert np.abs(other - want).max() > 1e-2
+
+
+# ---------------------------------------------------------------------- timm: DINOv3, EVA-02, RoPE-Mixed
+
+def dinov3_freqs(head_dim, temperature=100.0, min_period=None, max_period=None):
+    """DINOv3 rotates by 2π·coordinate / period; periods temperature^(2i/(head_dim/2)) or geometric min→max."""
+    if min_period is not None:
+        periods = min_period * (max_period / min_period) ** np.linspace(0, 1, head_dim // 4)
+        freqs = np.zeros((2, head_dim // 2))
+        freqs[0, : head_dim // 4] = freqs[1, head_dim // 4 :] = 2 * np.pi / periods
+        return freqs
+    return 2 * np.pi * posenc.rope_axial_freqs((head_dim // 2, head_dim // 2), base=temperature)
+
+
+@needs_nd
+@needs_timm
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (14, 14), (37, 23)])
+@pytest.mark.parametrize("how", ["separate", "max"])
+@pytest.mark.parametrize("periods", [None, (0.5, 90.0)])
+def test_dinov3(shape, how, periods):
+    head_dim, npt = 64, 5  # cls + 4 registers pass through, as in timm's Eva attention
+    kw = {} if periods is None else {"min_period": periods[0], "max_period": periods[1]}
+    rope = timm_sincos.RotaryEmbeddingDinoV3(head_dim, temperature=100.0, normalize_coords=how, rotate_half=True, **kw)
+    x = _rand((2, 3, npt + shape[0] * shape[1], head_dim), seed=shape[0])
+    q = torch.from_numpy(x)
+    want = torch.cat([q[:, :, :npt], timm_sincos.apply_rot_embed_cat(q[:, :, npt:], rope.get_embed(list(shape)), half=True)],
+                     dim=2).numpy()
+    coords = posenc.rope_grid_coords(shape, normalize=how)
+    freqs = dinov3_freqs(head_dim, 100.0, *(periods or (None, None)))
+    got = x.copy()
+    posenc.apply_rope_nd(got[:, :, npt:], coords, freqs, seq_axis=-2, out=got[:, :, npt:])  # in place, strided
+    np.testing.assert_array_equal(got[:, :, :npt], x[:, :, :npt])
+    # timm: float32 coordinates (two roundings), periods (a float32 power), 2π·c / p (three roundings)
+    assert_matches_peer(got[:, :, npt:], want[:, :, npt:], x[:, :, npt:], coords, freqs, interleaved=False,
+                        seq_axis=-2, angle_roundings=8)
+    assert_exact(got[:, :, npt:], x[:, :, npt:], coords, freqs, interleaved=False, seq_axis=-2)
+
+
+@needs_nd
+@needs_timm
+@pytest.mark.parametrize("shape,ref", [((16, 16), None), ((32, 32), (16, 16)), ((24, 20), (16, 16)), ((7, 9), None)])
+@pytest.mark.parametrize("rotate_half", [False, True])
+def test_eva02(shape, ref, rotate_half):
+    """timm's RotaryEmbeddingCat as EVA-02 builds it (in_pixels=False, ref_feat_shape=(16, 16) at 448 px)."""
+    head_dim, npt = 64, 1
+    rope = timm_sincos.RotaryEmbeddingCat(head_dim, in_pixels=False, temperature=10000,
+                                          ref_feat_shape=None if ref is None else list(ref), rotate_half=rotate_half)
+    x = _rand((2, 4, npt + shape[0] * shape[1], head_dim), seed=shape[1])
+    q = torch.from_numpy(x)
+    emb = rope.get_embed(list(shape))
+    want = torch.cat([q[:, :, :npt], timm_sincos.apply_rot_embed_cat(q[:, :, npt:], emb, half=rotate_half)], dim=2).numpy()
+    coords = posenc.rope_grid_coords(shape, ref_shape=ref)
+    freqs = posenc.rope_axial_freqs((head_dim // 2, head_dim // 2), base=10000.0)
+    got = x.copy()
+    posenc.apply_rope_nd(got[:, :, npt:], coords, freqs, interleaved=not rotate_half, seq_axis=-2, out=got[:, :, npt:])
+    np.testing.assert_array_equal(got[:, :, :npt], x[:, :, :npt])
+    # timm: float32 bands (a float32 power), grid (i / f · r: two roundings), product
+    assert_matches_peer(got[:, :, npt:], want[:, :, npt:], x[:, :, npt:], coords, freqs,
+                        interleaved=not rotate_half, seq_axis=-2, angle_roundings=5)
+    assert_exact(got[:, :, npt:], x[:, :, npt:], coords, freqs, interleaved=not rotate_half, seq_axis=-2)
+
+
+@needs_nd
+@needs_timm
+@pytest.mark.parametrize("shape", [(4, 4), (14, 14), (9, 13)])
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_rope_mixed(shape, indexing):
+    """timm's RotaryEmbeddingMixed: learned per-head, per-layer freqs (2, depth, heads, pairs) → [heads, 2, pairs]."""
+    torch.manual_seed(0)
+    heads, head_dim, depth = 3, 32, 2
+    rope = timm_sincos.RotaryEmbeddingMixed(heads * head_dim, depth, heads, temperature=10.0, grid_indexing=indexing)
+    emb = rope.get_embed(list(shape))  # [depth, heads, N, 2·head_dim]
+    coords = posenc.rope_grid_coords(shape)
+    if indexing == "xy":
+        coords = coords[:, ::-1]  # x (the column) first
+    x = _rand((2, heads, shape[0] * shape[1], head_dim), seed=7)
+    for layer in range(depth):
+        want = timm_sincos.apply_rot_embed_cat(torch.from_numpy(x), emb[layer]).detach().numpy()
+        freqs = rope.freqs.detach().numpy()[:, layer].transpose(1, 0, 2)  # [heads, axes, pairs]
+        got = posenc.apply_rope_nd(x, coords, freqs, interleaved=True, seq_axis=-2)
+        # timm: two float32 products and their sum
+        assert_matches_peer(got, want, x, coords, freqs, interleaved=True, seq_axis=-2, angle_roundings=2)
+        assert_exact(got, x, coords, freqs, interleaved=True, seq_axis=-2)
+        # and on a [batch, seq, heads, head_dim] layout
+        got_t = posenc.apply_rope_nd(np.ascontiguousarray(x.transpose(0, 2, 1, 3)), coords, freqs, interleaved=True)
+        np.testing.assert_array_equal(got_t.transpose(0, 2, 1, 3), got)
+
+
+# ====================================================================== docs/rotary_nd.md
+
+@needs_nd
+def test_docs_rotary_nd_examples_run():
+    """Every ``>>>`` example of docs/rotary_nd.md, as a doctest (output compared)."""
+    import doctest
+    import pathlib
+
+    doc = pathlib.Path(__file__).resolve().parents[1] / "docs" / "rotary_nd.md"
+    if not doc.exists():
+        pytest.skip("docs/rotary_nd.md not found next to the tests")
+    result = doctest.testfile(str(doc), module_relative=False, optionflags=doctest.ELLIPSIS, verbose=False)
+    assert result.attempted > 20 and result.failed == 0, result
