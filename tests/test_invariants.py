@@ -55,6 +55,7 @@ for _b, (_h, _w) in enumerate([(64, 50), (30, 96), (64, 96), (10, 7)]):
     DETR_VALID[_b, _h:, :] = DETR_VALID[_b, :, _w:] = False
 DETR_VALID.flags.writeable = False
 GRID = np.ascontiguousarray(TABLE.reshape(32, 64, 64)[:16])
+_AXIAL = posenc.rope_axial_freqs((32, 32))  # [2 axes, 32 pairs] for X's head_dim 64
 
 
 def _qk(out: Any) -> Any:
@@ -71,6 +72,8 @@ KERNEL_CALLS: Dict[str, Callable[[Any], Any]] = {
     "rope_cos_sin": lambda out: posenc.rope_cos_sin(POS[1], 128),
     "apply_rope": lambda out: posenc.apply_rope(X, offset=5, out=out),
     "apply_rope_qk": _qk,
+    "apply_rope_nd": lambda out: posenc.apply_rope_nd(X, np.stack([POS % 64, POS // 64], -1), _AXIAL, out=out),
+    "rope_nd_cos_sin": lambda out: posenc.rope_nd_cos_sin(np.stack([POS % 64, POS // 64], -1), _AXIAL),
     "relative_positions": lambda out: posenc.relative_positions(512, 700, offset=3, out=out),
     "clipped_relative_positions": lambda out: posenc.clipped_relative_positions(512, 700, 40, out=out),
     "relative_embeddings": lambda out: posenc.relative_embeddings(TABLE[:81], 128, 160, 40, out=out),
@@ -160,7 +163,12 @@ def test_reference_backend_runs_no_kernel(name, monkeypatch):
     _close(got, want, name)
 
 
-@pytest.mark.parametrize("name", sorted(KERNEL_CALLS))
+# Executors still running the NumPy code on the native backend (strict: remove the name when its kernel lands).
+PENDING_KERNELS = {"apply_rope_nd", "rope_nd_cos_sin"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="kernel pending"))
+                                  if n in PENDING_KERNELS else n for n in sorted(KERNEL_CALLS)])
 def test_native_backend_runs_its_kernel(name, monkeypatch):
     kernel_called = _kernels_that_raise(monkeypatch)
     with using("native"), pytest.raises(kernel_called):
