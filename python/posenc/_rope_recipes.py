@@ -17,7 +17,7 @@ is no plan, no kernel and no separate reference twin.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def _per_axis(value: Any, axes: int, name: str) -> Tuple[Union[int, float], ...]
         raise ValueError(f"{name} must be a number or a 1-D sequence of {axes}, got an array of shape {value.shape}")
     if len(items) != axes:
         raise ValueError(f"{name} must be a number or one per axis ({axes}), got {len(items)}")
-    result = []
+    result: List[Union[int, float]] = []
     for a, v in enumerate(items):
         label = name if len(items) == 1 else f"{name}[{a}]"
         if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
@@ -185,7 +185,7 @@ def rope_grid_coords(shape: Any, *, spatial_merge: int = 1, offset: Any = 0, ref
         index = index[order]
     if is_int:
         return np.ascontiguousarray(index + np.array(offsets, np.int64))
-    coords = index + np.array(offsets, np.float64)
+    coords: np.ndarray = index + np.array(offsets, np.float64)
     if refs is not None:
         with np.errstate(divide="ignore", invalid="ignore"):  # a side of 0 has no tokens
             coords = coords * np.array(refs, np.float64) / np.array(sides, np.float64)
