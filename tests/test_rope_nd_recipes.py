@@ -518,3 +518,20 @@ def test_docs_rotary_nd_examples_run():
         pytest.skip("docs/rotary_nd.md not found next to the tests")
     result = doctest.testfile(str(doc), module_relative=False, optionflags=doctest.ELLIPSIS, verbose=False)
     assert result.attempted > 20 and result.failed == 0, result
+
+
+# ====================================================================== posenc compare
+
+@needs_nd
+def test_compare_has_a_vision_rope_row():
+    """``posenc compare``'s Qwen2-VL vision row: a rotation (exact shift, no drift), and its similarity profile
+    is the closed form mean_j cos(d·ω_j) with ω 0 on the row pairs and base^(-2i/(dim/2)) on the column pairs."""
+    from posenc import _compare
+
+    settings = _compare.Settings(length=128, dim=32, heads=4)
+    (row,) = _compare.compare(settings, only=["Qwen2-VL vision"])
+    assert row.shift_residual < 1e-9 and row.defined_beyond and row.drift < 1e-9
+    omega = np.concatenate([np.zeros(8), 10000.0 ** (-np.arange(0, 16, 2) / 16)])
+    np.testing.assert_allclose(row.similarity[:60], [np.mean(np.cos(d * omega)) for d in range(60)], atol=1e-12)
+    (odd,) = _compare.compare(_compare.Settings(length=64, dim=18), only=["Qwen2-VL vision"])  # a tail passes through
+    assert odd.min_dist > 0
