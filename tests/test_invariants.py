@@ -163,12 +163,7 @@ def test_reference_backend_runs_no_kernel(name, monkeypatch):
     _close(got, want, name)
 
 
-# Executors still running the NumPy code on the native backend (strict: remove the name when its kernel lands).
-PENDING_KERNELS = {"apply_rope_nd", "rope_nd_cos_sin"}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="kernel pending"))
-                                  if n in PENDING_KERNELS else n for n in sorted(KERNEL_CALLS)])
+@pytest.mark.parametrize("name", sorted(KERNEL_CALLS))
 def test_native_backend_runs_its_kernel(name, monkeypatch):
     kernel_called = _kernels_that_raise(monkeypatch)
     with using("native"), pytest.raises(kernel_called):

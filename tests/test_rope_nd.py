@@ -239,8 +239,22 @@ def test_native_matches_reference(native_isa, case):
     else:
         got = posenc.apply_rope_nd(x, coords, freqs, **kw)
     assert got.dtype == want.dtype and got.shape == want.shape
-    tol = (3 * 2.0**-24 * 2 if got.dtype == np.float32 else eps(got.dtype)) * (1 + np.abs(want.astype(np.float64)))
-    assert (np.abs(got.astype(np.float64) - want.astype(np.float64)) <= tol).all()
+    assert_near_reference(got, want, x, coords, freqs)
+
+
+def assert_near_reference(got, want, x, coords, freqs):
+    """Native within one rounding of the reference: float32 per the bound of cpp/src/rope.cpp; the others one ulp
+    (a float64 difference of the angles' trig, ~1e-16·|θ|, may flip a rounding) plus that difference."""
+    xmax = np.abs(np.asarray(x, np.float64)).max(initial=0)
+    tmax = np.abs(np.asarray(coords, np.float64)).max(initial=0) * np.abs(freqs).max(initial=0) * freqs.shape[-2]
+    w64 = want.astype(np.float64)
+    slack = (1e-14 + 8 * np.finfo(np.float64).eps * tmax) * (1 + 2 * xmax)
+    if got.dtype == np.float32:
+        tol = 3 * 2.0**-24 * 2 * xmax + eps(np.float32) * np.abs(w64) + slack
+    else:
+        tol = eps(got.dtype) * np.abs(w64) + slack
+    err = np.abs(got.astype(np.float64) - w64)
+    assert (err <= tol).all(), f"worst {err.max():.3g}"
 
 
 @settings(max_examples=30, deadline=None)
@@ -276,3 +290,34 @@ def test_flux_matches_diffusers(isa):
     got = posenc.apply_rope_nd(x.numpy(), ids.numpy(), posenc.rope_axial_freqs((16, 56, 56)), interleaved=True,
                                seq_axis=-2)
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-6)
+
+
+# ---------------------------------------------------------------- the kernel's table source (apply_rope(cos=, sin=) builds on it)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_table_source_is_apply_rope(native_isa, interleaved, dtype):
+    """posenc._native.apply_rope_tables(_qk) with float64 tables of θ = p·ω rotates as apply_rope does."""
+    from posenc._backend import native
+
+    q, k = rand(2, 33, 4, 20, dtype=dtype), rand(2, 33, 2, 20, dtype=dtype)
+    pos = np.stack([np.arange(33) * 2 + 5, np.arange(33)[::-1]]).astype(np.float64)  # per batch
+    w, _ = posenc.rope_inv_freq(16, base=100.0)
+    theta = pos[..., None] * w  # [2, 33, 8]
+    scale = 1.5
+    for inverse in (False, True):
+        want_q, want_k = ref.apply_rope_qk(q, k, pos, inv_freq=w, rotary_dim=16, interleaved=interleaved,
+                                           attention_scaling=scale, inverse=inverse)
+        got = np.empty_like(q)
+        native.apply_rope_tables(q, got, 1, True, np.cos(theta), np.sin(theta), scale, interleaved, inverse)
+        assert_near_reference(got, want_q, q * scale, pos, w[None])
+        gq, gk = q.copy(), k.copy()
+        native.apply_rope_tables_qk(gq, gq, gk, gk, 1, True, np.cos(theta), np.sin(theta), scale, interleaved,
+                                    inverse)
+        assert_near_reference(gq, want_q, q * scale, pos, w[None])
+        assert_near_reference(gk, want_k, k * scale, pos, w[None])
+    with pytest.raises(ValueError, match="cos"):
+        native.apply_rope_tables(q, got, 1, True, np.cos(theta[:1]), np.sin(theta[:1]), 1.0, False, False)
+    with pytest.raises(ValueError, match="cos"):
+        native.apply_rope_tables(q, got, 1, True, np.cos(theta).astype(np.float32), np.sin(theta), 1.0, False, False)

@@ -167,7 +167,7 @@ def rotation_nd(x: np.ndarray, coords: Any, freqs: Any, *, interleaved: Any, seq
         raise ValueError(f"coords has {c.shape[-2]} rows (coords.shape[-2]) but x has seq length {seq}")
     c = np.ascontiguousarray(c.reshape(int(np.prod(c.shape[:-2])), seq, axes))
     groups = c.shape[0]
-    grouped = groups > 1
+    grouped = groups != 1  # a batch of 0 follows x's empty batch
     if grouped:
         # Axis 0 of x must be a batch axis in front of seq (and of heads, when freqs are per head).
         lead = x.ndim - 3 if per_head else x.ndim + seq_axis  # the first of the seq (and heads) axes
