@@ -288,7 +288,7 @@ def flux_ids(n_text, h, w):
 @needs_nd
 @needs_diffusers
 @pytest.mark.parametrize("n_text,h,w", [(0, 1, 1), (3, 2, 5), (16, 8, 8), (7, 32, 24)])
-def test_flux(n_text, h, w):
+def test_flux(n_text, h, w, isa):
     ids = flux_ids(n_text, h, w)
     x = _rand((2, len(ids), 3, 128), seed=h * w)
     got, freqs = flux_recipe(x.copy(), ids)
@@ -304,7 +304,7 @@ def test_flux(n_text, h, w):
 
 @needs_nd
 @needs_diffusers
-def test_flux_float_ids_exactness():
+def test_flux_float_ids_exactness(isa):
     """Fractional ids (interpolated or shifted grids): FLUX rounds them to float32 (``ids.float()``), posenc
     does not. Against the float64 evaluation posenc stays within 3·2^-24; FLUX's error grows with the id."""
     rng = np.random.default_rng(5)
@@ -346,7 +346,7 @@ def qwen2vl_recipe(x, grid_thw, merge, head_dim, theta=10000.0):
 @pytest.mark.parametrize("grid_thw,merge", [([(1, 2, 2)], 2), ([(1, 4, 6)], 2), ([(1, 14, 20), (2, 8, 8)], 2),
                                             ([(1, 64, 92)], 2), ([(3, 5, 7)], 1)])
 @pytest.mark.parametrize("head_dim", [80, 64])
-def test_qwen2vl_vision(grid_thw, merge, head_dim):
+def test_qwen2vl_vision(grid_thw, merge, head_dim, isa):
     n = sum(t * h * w for t, h, w in grid_thw)
     x = _rand((n, 3, head_dim), seed=n)
     got, coords, freqs = qwen2vl_recipe(x.copy(), grid_thw, merge, head_dim)
@@ -404,7 +404,7 @@ def pixtral_peer(x, hw_list, head_dim, theta=10000.0):
 @needs_nd
 @needs_transformers
 @pytest.mark.parametrize("hw_list", [[(1, 1)], [(3, 5)], [(16, 16), (4, 9)], [(64, 64)]])
-def test_pixtral(hw_list):
+def test_pixtral(hw_list, isa):
     head_dim = 64
     coords = np.concatenate([posenc.rope_grid_coords(hw) for hw in hw_list])
     x = _rand((1, 4, len(coords), head_dim), seed=len(coords))
@@ -436,7 +436,7 @@ def dinov3_freqs(head_dim, temperature=100.0, min_period=None, max_period=None):
 @pytest.mark.parametrize("shape", [(1, 1), (4, 4), (14, 14), (37, 23)])
 @pytest.mark.parametrize("how", ["separate", "max"])
 @pytest.mark.parametrize("periods", [None, (0.5, 90.0)])
-def test_dinov3(shape, how, periods):
+def test_dinov3(shape, how, periods, isa):
     head_dim, npt = 64, 5  # cls + 4 registers pass through, as in timm's Eva attention
     kw = {} if periods is None else {"min_period": periods[0], "max_period": periods[1]}
     rope = timm_sincos.RotaryEmbeddingDinoV3(head_dim, temperature=100.0, normalize_coords=how, rotate_half=True, **kw)
@@ -459,7 +459,7 @@ def test_dinov3(shape, how, periods):
 @needs_timm
 @pytest.mark.parametrize("shape,ref", [((16, 16), None), ((32, 32), (16, 16)), ((24, 20), (16, 16)), ((7, 9), None)])
 @pytest.mark.parametrize("rotate_half", [False, True])
-def test_eva02(shape, ref, rotate_half):
+def test_eva02(shape, ref, rotate_half, isa):
     """timm's RotaryEmbeddingCat as EVA-02 builds it (in_pixels=False, ref_feat_shape=(16, 16) at 448 px)."""
     head_dim, npt = 64, 1
     rope = timm_sincos.RotaryEmbeddingCat(head_dim, in_pixels=False, temperature=10000,
@@ -483,7 +483,7 @@ def test_eva02(shape, ref, rotate_half):
 @needs_timm
 @pytest.mark.parametrize("shape", [(4, 4), (14, 14), (9, 13)])
 @pytest.mark.parametrize("indexing", ["ij", "xy"])
-def test_rope_mixed(shape, indexing):
+def test_rope_mixed(shape, indexing, isa):
     """timm's RotaryEmbeddingMixed: learned per-head, per-layer freqs (2, depth, heads, pairs) → [heads, 2, pairs]."""
     torch.manual_seed(0)
     heads, head_dim, depth = 3, 32, 2
