@@ -4,8 +4,8 @@ Part 1: :func:`posenc.rope_grid_coords` against closed forms and the coordinates
 (Transformers' ``get_vision_position_ids`` for the Qwen2-VL family, diffusers' FLUX image ids, timm's
 grids for EVA-02 and DINOv3).
 
-Part 2: each recipe of docs/rotary_nd.md (FLUX, Qwen2-VL's vision tower, Pixtral, DINOv3, EVA-02,
-RoPE-Mixed) rotates q/k exactly as the model does, on several grid sizes; and where the peers compute
+Part 2: each recipe of docs/rotary_nd.md (FLUX, Wan 2.1, HunyuanVideo, Qwen2-VL's vision tower, Pixtral,
+DINOv3, EVA-02, RoPE-Mixed) rotates q/k exactly as the model does, on several grid sizes; and where the peers compute
 their angles in float32, posenc (float64 angles) is checked against an exact evaluation while the peer's
 own error is measured.
 
@@ -316,6 +316,67 @@ def test_flux_float_ids_exactness(isa):
     theirs = peer_error(flux_peer(x, ids), x, ids, freqs, interleaved=True, seq_axis=-3)
     assert theirs > 1000, theirs  # the ids' float32 rounding (2^-24·2^20 ≈ 0.06 rad on the fastest column pair)
     print(f"FLUX float ids up to 2^20: posenc {ours / U32:.2f}, diffusers {theirs:.3g} (units of 2^-24·|pair|)")
+
+
+# ---------------------------------------------------------------------- video: Wan 2.1, HunyuanVideo
+
+def _wan_apply(hidden_states, freqs_cos, freqs_sin):
+    """diffusers' WanAttnProcessor's nested ``apply_rotary_emb`` (transformer_wan.py), verbatim: it is a
+    closure inside the processor's __call__, not importable."""
+    x1, x2 = hidden_states.unflatten(-1, (-1, 2)).unbind(-1)
+    cos = freqs_cos[..., 0::2]
+    sin = freqs_sin[..., 1::2]
+    out = torch.empty_like(hidden_states)
+    out[..., 0::2] = x1 * cos - x2 * sin
+    out[..., 1::2] = x1 * sin + x2 * cos
+    return out.type_as(hidden_states)
+
+
+@needs_nd
+@needs_diffusers
+@pytest.mark.parametrize("fhw", [(1, 2, 2), (3, 4, 6), (5, 8, 8), (21, 6, 10)])
+def test_wan(fhw, isa):
+    """Wan 2.1: WanRotaryPosEmbed(head_dim 128, patch (1, 2, 2)) splits 128 into t 44, h 42, w 42 features."""
+    from diffusers.models.transformers.transformer_wan import WanRotaryPosEmbed
+
+    f, h, w = fhw
+    rope = WanRotaryPosEmbed(128, (1, 2, 2), max_seq_len=1024)
+    cos, sin = rope(torch.zeros(1, 4, f, 2 * h, 2 * w))  # latents [batch, channels, frames, height, width]
+    x = _rand((2, f * h * w, 3, 128), seed=f)
+    want = _wan_apply(torch.from_numpy(x), cos, sin).numpy()
+    coords = posenc.rope_grid_coords(fhw)
+    freqs = posenc.rope_axial_freqs((44, 42, 42), base=10000.0)
+    got = posenc.apply_rope_nd(x, coords, freqs, interleaved=True)
+    assert_matches_peer(got, want, x, coords, freqs, interleaved=True, seq_axis=-3, angle_roundings=0)  # float64 angles
+    assert_exact(got, x, coords, freqs, interleaved=True, seq_axis=-3)
+
+
+@needs_nd
+@needs_diffusers
+@pytest.mark.parametrize("fhw", [(1, 2, 2), (3, 4, 6), (9, 16, 12)])
+def test_hunyuan_video(fhw, isa):
+    """HunyuanVideo: rope_dim (16, 56, 56), theta 256, FLUX's pairing; the text tokens after the video ones are not
+    rotated (its attention processor rotates query[:, :-text_len])."""
+    from diffusers.models.embeddings import apply_rotary_emb
+    from diffusers.models.transformers.transformer_hunyuan_video import HunyuanVideoRotaryPosEmbed
+
+    f, h, w = fhw
+    n_text = 7
+    rope = HunyuanVideoRotaryPosEmbed(patch_size=2, patch_size_t=1, rope_dim=[16, 56, 56], theta=256.0)
+    cos, sin = rope(torch.zeros(1, 4, f, 2 * h, 2 * w))
+    x = _rand((1, f * h * w + n_text, 2, 128), seed=h)
+    q = torch.from_numpy(x)
+    want = torch.cat([apply_rotary_emb(q[:, :-n_text], (cos, sin), sequence_dim=1), q[:, -n_text:]], dim=1).numpy()
+    coords = posenc.rope_grid_coords(fhw)
+    freqs = posenc.rope_axial_freqs((16, 56, 56), base=256.0)
+    got = x.copy()
+    video = got[:, :-n_text]
+    posenc.apply_rope_nd(video, coords, freqs, interleaved=True, out=video)
+    np.testing.assert_array_equal(got[:, -n_text:], x[:, -n_text:])
+    # HunyuanVideo's angles: float32 positions times float32 frequencies (a float32 power)
+    assert_matches_peer(got[:, :-n_text], want[:, :-n_text], x[:, :-n_text], coords, freqs, interleaved=True,
+                        seq_axis=-3, angle_roundings=3)
+    assert_exact(got[:, :-n_text], x[:, :-n_text], coords, freqs, interleaved=True, seq_axis=-3)
 
 
 # ---------------------------------------------------------------------- Qwen2-VL's vision tower
