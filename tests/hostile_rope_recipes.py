@@ -38,6 +38,7 @@ def spec_rope_grid_coords() -> Spec:
     s.raises("shape-huge-product", SIZE_ERRORS, "", shape=(2**31, 2**31, 4), spatial_merge=1)
     s.same("shape-list", clean={"shape": (4, 6)}, shape=[4, 6])
     s.same("shape-numpy", clean={"shape": (4, 6)}, shape=np.array([4, 6], np.int32))
+    s.same("shape-0d-array", clean={"shape": 6, "spatial_merge": 1}, shape=np.array(6), spatial_merge=1)
     s.same("shape-numpy-ints", clean={"shape": (4, 6)}, shape=(np.int64(4), np.uint8(6)))
     s.check("shape-int", _int_coords((5, 1)), shape=5, spatial_merge=1)
     s.check("shape-zero", empty_of((0, 2)), shape=(0, 6))
@@ -59,6 +60,7 @@ def spec_rope_grid_coords() -> Spec:
                        ("huge", 2**63, ValueError), ("past-exact", (2**53, 0), ValueError)]:
         s.raises(f"offset-{id}", exc, "offset", offset=v)
     s.same("offset-numpy-int", clean={"offset": (3, 3)}, offset=np.int32(3))
+    s.same("offset-0d-array", clean={"offset": 0.5}, offset=np.array(0.5))
     s.same("offset-list", clean={"offset": (1, 2)}, offset=[1, 2])
     s.same("offset-array", clean={"offset": (1.5, 2.0)}, offset=np.array([1.5, 2.0]))
     s.check("offset-large-float", _finite, offset=1e300)

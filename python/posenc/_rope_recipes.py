@@ -32,8 +32,11 @@ def _sides(value: Any, name: str) -> Tuple[int, ...]:
     """An int (one axis) or a non-empty sequence of ints >= 0."""
     if isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be an int or a sequence of ints, got {type(value).__name__}")
-    if isinstance(value, np.ndarray) and value.ndim > 1:
-        raise ValueError(f"{name} must be an int or a 1-D sequence of ints, got an array of shape {value.shape}")
+    if isinstance(value, np.ndarray):
+        if value.ndim > 1:
+            raise ValueError(f"{name} must be an int or a 1-D sequence of ints, got an array of shape {value.shape}")
+        if value.ndim == 0:
+            value = value[()]
     if not hasattr(value, "__len__"):
         return (_checks.integer(value, name, minimum=0),)
     sides = tuple(_checks.integer(v, f"{name}[{a}]", minimum=0) for a, v in enumerate(value))
@@ -44,9 +47,12 @@ def _sides(value: Any, name: str) -> Tuple[int, ...]:
 
 def _per_axis(value: Any, axes: int, name: str) -> Tuple[Union[int, float], ...]:
     """A real number for every axis, or one sequence of ``axes`` of them; ints stay ints."""
+    if isinstance(value, np.ndarray):
+        if value.ndim > 1:
+            raise ValueError(f"{name} must be a number or a 1-D sequence of {axes}, got an array of shape {value.shape}")
+        if value.ndim == 0:
+            value = value[()]
     items = tuple(value) if isinstance(value, (tuple, list, np.ndarray)) else (value,) * axes
-    if isinstance(value, np.ndarray) and value.ndim != 1:
-        raise ValueError(f"{name} must be a number or a 1-D sequence of {axes}, got an array of shape {value.shape}")
     if len(items) != axes:
         raise ValueError(f"{name} must be a number or one per axis ({axes}), got {len(items)}")
     result: List[Union[int, float]] = []
