@@ -542,6 +542,38 @@ def test_eva02(shape, ref, rotate_half, isa):
 
 @needs_nd
 @needs_timm
+@pytest.mark.parametrize("kind", ["cat", "dinov3"])
+def test_padded_batch_of_grids(kind, isa):
+    """Images of different sizes in one padded batch (timm's get_batch_embeds(shapes, seq_len), NaFlex):
+    coords [batch, seq, axes], one grid per row, padding at coordinate 0. timm zeroes the padded tokens
+    (sin = cos = 0) where posenc leaves them unrotated; attention masks them either way, so only the
+    valid tokens are compared."""
+    head_dim, seq = 64, 120
+    shapes = [(7, 9), (10, 12), (3, 5)]
+    if kind == "cat":
+        rope = timm_sincos.RotaryEmbeddingCat(head_dim, in_pixels=False, temperature=10000)
+        grids = [posenc.rope_grid_coords(s) for s in shapes]
+        freqs, interleaved, half = posenc.rope_axial_freqs((32, 32)), True, False
+    else:
+        rope = timm_sincos.RotaryEmbeddingDinoV3(head_dim, temperature=100.0, rotate_half=True)
+        grids = [posenc.rope_grid_coords(s, normalize="separate") for s in shapes]
+        freqs, interleaved, half = dinov3_freqs(head_dim), False, True
+    emb = rope.get_batch_embeds(shapes, seq_len=seq)  # [batch, seq, 2·head_dim]
+    coords = np.zeros((len(shapes), seq, 2))
+    for b, g in enumerate(grids):
+        coords[b, : len(g)] = g
+    x = _rand((len(shapes), 2, seq, head_dim), seed=11)
+    want = timm_sincos.apply_rot_embed_cat(torch.from_numpy(x), emb[:, None], half=half).numpy()
+    got = posenc.apply_rope_nd(x, coords, freqs, interleaved=interleaved, seq_axis=-2)
+    for b, g in enumerate(grids):
+        n = len(g)
+        assert_matches_peer(got[b, :, :n], want[b, :, :n], x[b, :, :n], g, freqs, interleaved=interleaved,
+                            seq_axis=-2, angle_roundings=8)
+        np.testing.assert_array_equal(got[b, :, n:], x[b, :, n:])  # padding: coordinate 0, not rotated
+
+
+@needs_nd
+@needs_timm
 @pytest.mark.parametrize("shape", [(4, 4), (14, 14), (9, 13)])
 @pytest.mark.parametrize("indexing", ["ij", "xy"])
 def test_rope_mixed(shape, indexing, isa):
