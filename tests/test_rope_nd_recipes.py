@@ -435,6 +435,35 @@ def test_qwen2vl_vision_large_grid_exactness():
     print(f"Qwen2-VL vision, 2048² grid: posenc {ours / U32:.2f}, Transformers {theirs:.3g} (units of 2^-24·|pair|)")
 
 
+@needs_nd
+@needs_transformers
+@pytest.mark.parametrize("grid_thw", [[(1, 8, 8)], [(1, 20, 36)], [(1, 14, 22), (2, 12, 8)]])
+def test_qwen25vl_vision_windows(grid_thw, isa):
+    """Qwen2.5-VL's tower reorders the 2 × 2 merge blocks into attention windows (get_vision_window_index) and
+    permutes its cos/sin alike: permuting the recipe's coordinates the same way gives its rotation."""
+    from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as m
+
+    heads, head_dim = 4, 80
+    config = transformers.Qwen2_5_VLVisionConfig(hidden_size=heads * head_dim, num_heads=heads, window_size=112,
+                                                 patch_size=14, spatial_merge_size=2)
+    grid = torch.tensor(grid_thw)
+    window_index, _ = vision_utils.get_vision_window_index(grid, spatial_merge_size=2, window_size=112, patch_size=14)
+    ids = vision_utils.get_vision_position_ids(grid, 2)
+    rope = m.Qwen2_5_VLVisionRotaryEmbedding(config)
+    assert rope.inv_freq.numel() == head_dim // 4
+    n = len(ids)
+    x = _rand((n, heads, head_dim), seed=n)
+    q = torch.from_numpy(x)
+    cos, sin = (t.reshape(n // 4, 4, -1)[window_index].reshape(n, -1) for t in rope(q, ids))
+    want, _ = m.apply_rotary_pos_emb_vision(q, q.clone(), cos, sin)
+    coords = np.concatenate([posenc.rope_grid_coords(g, spatial_merge=2)[:, 1:] for g in grid_thw])
+    coords = coords.reshape(-1, 4, 2)[window_index.numpy()].reshape(-1, 2)  # the tower's window order
+    freqs = posenc.rope_axial_freqs((head_dim // 2, head_dim // 2))
+    got = posenc.apply_rope_nd(x, coords, freqs)
+    assert_matches_peer(got, want.numpy(), x, coords, freqs, interleaved=False, seq_axis=-3, angle_roundings=3)
+    assert_exact(got, x, coords, freqs, interleaved=False, seq_axis=-3)
+
+
 # ---------------------------------------------------------------------- Pixtral
 
 def pixtral_freqs(head_dim, theta=10000.0):
