@@ -159,6 +159,8 @@ def test_flux_image_ids(hw):
     """diffusers' FluxPipeline._prepare_latent_image_ids: (0, row, column), float."""
     want = flux_pipeline.FluxPipeline._prepare_latent_image_ids(1, *hw, "cpu", torch.float64).numpy()
     np.testing.assert_array_equal(posenc.rope_grid_coords((1, *hw)), want)
+    want[..., 0] = 1  # FLUX Kontext's reference image (FluxKontextPipeline.prepare_latents)
+    np.testing.assert_array_equal(posenc.rope_grid_coords((1, *hw), offset=(1, 0, 0)), want)
 
 
 @needs_timm
