@@ -62,15 +62,18 @@ def exact_nd(x, coords, freqs, *, interleaved=False, seq_axis=-3, inverse=False)
     return np.moveaxis(y, 0, x.ndim + seq_axis)
 
 
-def check(got, x, exact):
-    """float32: 3·2^-24·max|x| + half an ulp; others: half an ulp (+ float64 slack) of the float64 result."""
+def check(got, x, exact, max_angle=1e4):
+    """float32: 3·2^-24·max|x| + half an ulp; others: half an ulp of the float64 result, plus float64 slack
+    for the rounding of angles up to ``max_angle`` (the kernel advances grid rows by the angle-addition
+    identity, exact to the true angle, where a direct evaluation rounds θ first: up to half an ulp of θ)."""
     x64 = np.asarray(x, np.float64)
     if got.dtype == np.float32:
         bound = 3 * 2.0**-24 * np.abs(x64).max(initial=0) * np.sqrt(2) + 0.5 * eps(np.float32) * np.abs(exact) + 1e-30
         err = np.abs(got.astype(np.float64) - exact)
         assert (err <= bound).all(), f"worst {err.max():.3g}"
     else:
-        assert_close_to_float64(got, exact, 1e-12 * (1 + np.abs(x64).max(initial=0)))
+        slack = 1e-12 + 8 * np.finfo(np.float64).eps * max_angle
+        assert_close_to_float64(got, exact, slack * (1 + 2 * np.abs(x64).max(initial=0)))
 
 
 def grid(h, w, t=None):
@@ -182,6 +185,19 @@ def test_cos_sin_closed_form(isa):
 # ---------------------------------------------------------------- exactness at large and fractional coordinates
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_grid_walk_exact_at_large_coords(isa, dtype):
+    """Patch-grid tokens (each a unit step from the one before, where the kernel advances angles by the
+    angle-addition identity) at coordinates near 2^20, against float64."""
+    t, h, w = 3, 5, 40
+    coords = grid(h, w, t).astype(np.float64) + (2**20 - 7, 2**20 - 100, 2**20 - 50)
+    freqs = posenc.rope_axial_freqs((16, 56, 56), base=10000.0)
+    x = rand(2, t * h * w, 3, 128, dtype=dtype)
+    for interleaved in (False, True):
+        got = posenc.apply_rope_nd(x, coords, freqs, interleaved=interleaved)
+        check(got, x, exact_nd(x, coords, freqs, interleaved=interleaved), max_angle=2**21)
+
+
 def test_float32_exact_at_large_coords(isa):
     """Coordinates up to 2^20 and fractional ids: float32 results within 3·2^-24·|x| of float64."""
     rng = np.random.default_rng(3)
@@ -218,7 +234,15 @@ def nd_cases(draw):
     if draw(st.booleans()):
         x = strided_view(x, rng)
     cshape = (batch, seq, axes) if batched else (seq, axes)
-    if draw(st.booleans()):
+    kind = draw(st.sampled_from(["walk", "int", "float"]))
+    if kind == "walk":  # tokens of a grid: most rows one unit step along one axis (the kernel's recurrence)
+        steps = np.zeros(cshape)
+        axis = rng.integers(0, axes, cshape[:-1])
+        np.put_along_axis(steps, axis[..., None], 1.0, -1)
+        jumps = rng.random(cshape[:-1]) < 0.1
+        steps[jumps] = rng.uniform(-500, 500, (int(jumps.sum()), axes))
+        coords = np.cumsum(steps, axis=-2) + rng.uniform(-2**20, 2**20, cshape[:-2] + (1, axes)).round()
+    elif kind == "int":
         itype = draw(st.sampled_from([np.int32, np.int64, np.uint16]))
         coords = rng.integers(0 if itype == np.uint16 else -50, 1000, cshape).astype(itype)
     else:
