@@ -7,7 +7,9 @@
 // then applied to every unit (head) of every operand (q and k). Angles come
 // from angles.hpp in float64: exact anchors at every block start and the
 // angle-addition recurrence in between, or a direct vector sincos per row
-// when positions are not consecutive (per-batch positions, M-RoPE).
+// when positions are not consecutive (per-batch positions, M-RoPE) and for
+// multi-axis coordinates (θ_j = Σ_a coords[a]·freqs[a, j], summed in float64
+// in axis order). Caller tables (float64 cos/sin) replace the trigonometry.
 //
 // Precision: float64, float16 and bfloat16 data rotate in float64 and are
 // rounded once. float32 data rotate in float32, with cos/sin rounded to
@@ -150,6 +152,42 @@ struct RowScratch {
     double* theta;
 };
 
+// θ_j = Σ_a coords[a]·freqs[a, j] of one row (coords[axes]), into theta[half].
+inline void coords_angles(const double* coords, const double* freqs, std::int64_t axes, std::int64_t half,
+                          double* __restrict theta) {
+    const double c0 = coords[0];
+#pragma omp simd
+    for (std::int64_t j = 0; j < half; ++j) theta[j] = c0 * freqs[j];
+    for (std::int64_t k = 1; k < axes; ++k) {
+        const double ck = coords[k];
+        const double* __restrict f = freqs + k * half;
+#pragma omp simd
+        for (std::int64_t j = 0; j < half; ++j) theta[j] += ck * f[j];
+    }
+}
+
+// The axis along which coordinate row `cur` is one step (+1) past `prev`, all
+// other coordinates equal; −1 otherwise. Neighbouring tokens of a patch grid
+// (FLUX's ids, a Qwen2-VL window) are such steps.
+inline std::int64_t unit_step(const double* prev, const double* cur, std::int64_t axes) {
+    std::int64_t axis = -1;
+    for (std::int64_t k = 0; k < axes; ++k) {
+        if (cur[k] == prev[k]) continue;
+        if (axis >= 0 || cur[k] != prev[k] + 1.0) return -1;
+        axis = k;
+    }
+    return axis;
+}
+
+// The sines and cosines of every axis's frequencies (the angle steps of the
+// coords source), into buf (2·axes·half doubles): sin of freqs[k, j] at
+// [k·half + j], cos at [axes·half + k·half + j].
+inline AngleStep coords_step(const RopeArgs& a, double* buf) {
+    const std::int64_t n = a.axes * a.half;
+    if (a.rows > 1) sincos_scaled(1.0, a.freqs, buf, buf + n, n);
+    return {buf, buf + n};
+}
+
 // cos/sin of rows [r0, r1) of group g, times the attention scaling (sin
 // negated for the inverse), rounded once to R into ct/st ([rows, half]).
 template <class R>
@@ -161,7 +199,36 @@ void block_table(const RopeArgs& a, const AngleStep& step, std::int64_t g, std::
     for (std::int64_t r = r0; r < r1; ++r) {
         const double* s;
         const double* c;
-        if (a.pair_axis) {
+        if (a.cos_table) {
+            s = a.sin_table + (g * a.rows + r) * half;
+            c = a.cos_table + (g * a.rows + r) * half;
+        } else if (a.coords) {
+            // A row one unit step along axis k from the row before advances by
+            // the angle-addition identity with the step sin/cos of freqs[k]
+            // (as AngleRows does for 1-D positions, exact anchors at every
+            // block start, so threads do not change the result); any other
+            // row is evaluated directly. Direct rows cost 2x the rotation of a
+            // FLUX row (24 heads of 128) in float32; stepped ones ~nothing.
+            const double* cr = a.coords + (g * a.rows + r) * a.axes;
+            const std::int64_t k = r > r0 ? unit_step(cr - a.axes, cr, a.axes) : -1;
+            if (k >= 0) {
+                double* __restrict sr = w.s;
+                double* __restrict cr2 = w.c;
+                const double* __restrict ss = step.sin_w + k * half;
+                const double* __restrict sc = step.cos_w + k * half;
+#pragma omp simd
+                for (std::int64_t j = 0; j < half; ++j) {
+                    const double s0 = sr[j], c0 = cr2[j];
+                    sr[j] = s0 * sc[j] + c0 * ss[j];
+                    cr2[j] = c0 * sc[j] - s0 * ss[j];
+                }
+            } else {
+                coords_angles(cr, a.freqs, a.axes, half, w.theta);
+                sincos_scaled(1.0, w.theta, w.s, w.c, half);
+            }
+            s = w.s;
+            c = w.c;
+        } else if (a.pair_axis) {
             // M-RoPE: each pair has its own position; evaluate the row directly.
             for (std::int64_t j = 0; j < half; ++j)
                 w.theta[j] = a.positions ? position_at(group_positions(a, a.pair_axis[j], g), r) * a.inv_freq[j]
@@ -227,8 +294,10 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     // one-position step shared by all.
     const std::int64_t table = kAnchorRows * 2 * half;
     const std::int64_t per_thread = 2 * table + 3 * half;
-    Scratch scratch(2 * half + per_thread * threads);
-    const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
+    const std::int64_t steps = a.coords ? 2 * a.axes * half : 2 * half;  // the angle steps, shared by all
+    Scratch scratch(steps + per_thread * threads);
+    const AngleStep step = a.coords ? coords_step(a, scratch.data())
+                                    : angle_step(a.inv_freq, half, a.inv_freq ? a.rows : 1, scratch.data());
 
     // Items are handed out one at a time from a shared counter rather than
     // in fixed halves: on a loaded machine a descheduled thread then delays
@@ -236,7 +305,7 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     // does not depend on which thread runs it, so results stay identical.
     std::int64_t next = 0;
     parallel_chunks(threads, threads, [&](std::int64_t, std::int64_t, int t) {
-        double* mine = scratch.data() + 2 * half + per_thread * t;
+        double* mine = scratch.data() + steps + per_thread * t;
         R* ct = reinterpret_cast<R*>(mine);
         R* st = ct + table;  // packed: both tables share as few cache lines as possible
         const RowScratch w{mine + 2 * table, mine + 2 * table + half, mine + 2 * table + 2 * half};
@@ -278,14 +347,20 @@ void cos_sin(const RopeArgs& a, void* cos_out, void* sin_out) {
     const std::int64_t half = a.half;
     const std::int64_t blocks = (a.rows + kAnchorRows - 1) / kAnchorRows;
     const int threads = plan_threads(blocks, kAnchorRows * 2 * (half + 2));
-    Scratch scratch(2 * half + 2 * half * threads);
-    const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
+    Scratch scratch(2 * half + 3 * half * threads);
+    const AngleStep step = angle_step(a.inv_freq, half, a.inv_freq ? a.rows : 1, scratch.data());
     T* co = static_cast<T*>(cos_out);
     T* so = static_cast<T*>(sin_out);
     parallel_chunks(blocks, threads, [&](std::int64_t begin, std::int64_t end, int t) {
-        AngleRows angles(group_positions(a, 0, 0), a.inv_freq, half, step, scratch.data() + 2 * half * (t + 1));
+        double* mine = scratch.data() + 2 * half + 3 * half * t;
+        AngleRows angles(group_positions(a, 0, 0), a.inv_freq, half, step, mine);
         for (std::int64_t r = begin * kAnchorRows; r < end * kAnchorRows && r < a.rows; ++r) {
-            angles.seek(r);
+            if (a.coords) {
+                coords_angles(a.coords + r * a.axes, a.freqs, a.axes, half, mine + 2 * half);
+                sincos_scaled(1.0, mine + 2 * half, angles.s(), angles.c(), half);
+            } else {
+                angles.seek(r);
+            }
             scaled_row(angles.c(), a.scale, half, co + r * half);
             scaled_row(angles.s(), a.scale, half, so + r * half);
         }

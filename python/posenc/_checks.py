@@ -359,3 +359,15 @@ def disjoint(a: np.ndarray, a_name: str, b: np.ndarray, b_name: str) -> None:
     """Refuse two operands that may share memory (an ``out`` and another call's operand, or two outs)."""
     if _overlap(a, b):
         raise ValueError(f"{a_name} overlaps {b_name}")
+
+
+# --- added by rope_nd (moved from _vision: sinusoidal_nd and rope_axial_freqs take the same argument)
+
+def axes_dims(value: Any, name: str = "axes_dims") -> Tuple[int, ...]:
+    """A non-empty sequence of even feature counts, one per axis."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        raise TypeError(f"{name} must be a sequence of even integers, got {type(value).__name__}")
+    dims = tuple(even_dim(d, f"{name}[{a}]") for a, d in enumerate(value))
+    if not dims:
+        raise ValueError(f"{name} must name at least one axis")
+    return dims

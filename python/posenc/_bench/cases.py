@@ -11,6 +11,10 @@ call:
   ``freqs_cis`` (GPT-J pairs); "HF" is Hugging Face's code as a model runs it
   (cos/sin from ``inv_freq`` on every forward, then ``rotate_half`` /
   ``rotate_every_two``);
+- apply_rope_nd (FLUX): NumPy in place with cached cos/sin tables; "torch" is
+  diffusers' ``apply_rotary_emb(use_real=True, use_real_unbind_dim=-1)`` with
+  the ``FluxPosEmbed`` tables cached, "HF" the same with the tables rebuilt
+  (once per forward, as the pipeline does);
 - add_alibi: BLOOM's cached ``[heads, 1, k]`` broadcast (``slope·j``, which
   softmax treats as ``slope·(j − i)``); on Swin-sized windows "HF" is Swin's
   gather of its bias table and the add;
@@ -25,7 +29,7 @@ Families are functions ``(quick, dtype, torch) -> [Case, ...]`` in FAMILIES.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -250,6 +254,69 @@ def rope(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
     return cases
 
 
+# ---------------------------------------------------------------- rotary on several axes
+
+
+def flux_ids(h: int, w: int) -> np.ndarray:
+    """FLUX's image ids for an h×w latent grid: (0, row, column) per token, row-major, float64 [h·w, 3]."""
+    ids = np.zeros((h, w, 3))
+    ids[..., 1] = np.arange(h)[:, None]
+    ids[..., 2] = np.arange(w)[None, :]
+    return ids.reshape(h * w, 3)
+
+
+def diffusers_flux_rope(torch: Any) -> Tuple[Callable[[Any], Any], Callable[[Any, Any, Any], Any]]:
+    """diffusers' ``FluxPosEmbed(10000, (16, 56, 56))`` and ``apply_rotary_emb(use_real=True,
+    use_real_unbind_dim=-1)``: the library's own functions when diffusers is installed, else the same
+    code written out (diffusers 0.3x: float32 ids, float64 angles on CPU, float32 cos/sin)."""
+    try:
+        from diffusers.models.embeddings import apply_rotary_emb
+        from diffusers.models.transformers.transformer_flux import FluxPosEmbed
+
+        embed = FluxPosEmbed(10000, [16, 56, 56])
+        return embed, lambda x, cos, sin: apply_rotary_emb(x, (cos, sin), use_real=True, use_real_unbind_dim=-1)
+    except Exception:  # noqa: BLE001 - diffusers absent or changed: its formulation, written out
+        def embed(ids: Any) -> Any:
+            pos, cos, sin = ids.float(), [], []
+            for a, d in enumerate((16, 56, 56)):
+                freqs = 1.0 / (10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+                angles = torch.outer(pos[:, a], freqs)
+                cos.append(angles.cos().repeat_interleave(2, 1).float())
+                sin.append(angles.sin().repeat_interleave(2, 1).float())
+            return torch.cat(cos, -1), torch.cat(sin, -1)
+
+        def apply(x: Any, cos: Any, sin: Any) -> Any:
+            x_real, x_imag = x.reshape(*x.shape[:-1], -1, 2).unbind(-1)
+            rotated = torch.stack([-x_imag, x_real], dim=-1).flatten(3)
+            return (x.float() * cos[None, None] + rotated.float() * sin[None, None]).to(x.dtype)
+
+        return embed, apply
+
+
+def rope_nd(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
+    """FLUX-like: 4096 image tokens (a 64×64 latent grid), 24 heads of 128, 3 axes (16, 56, 56), in place."""
+    import posenc
+
+    side = _sized(quick, 64, 32)
+    x = _random((1, side * side, 24, 128), dtype, seed=2)
+    ids = flux_ids(side, side)
+    freqs = posenc.rope_axial_freqs((16, 56, 56))
+    base: Dict[str, Timed] = {}
+    if _numpy_ok(dtype):  # cached [seq, 1, pairs] tables, in-place ufuncs on the GPT-J pairs
+        angles = ids @ freqs
+        base["numpy"] = _numpy_rope(x, np.cos(angles)[:, None, :].astype(dtype), np.sin(angles)[:, None, :].astype(dtype),
+                                    True)
+    if torch is not None:
+        embed, apply = diffusers_flux_rope(torch)
+        ids_t = torch.from_numpy(ids)
+        x_t = _Torch(torch)(x).transpose(1, 2)  # [B, H, S, D], as FluxAttnProcessor hands it over (a view)
+        cos_t, sin_t = embed(ids_t)  # computed once per forward, applied in every block: cached here
+        base["torch"] = lambda: apply(x_t, cos_t, sin_t)
+        base["HF"] = lambda: apply(x_t, *embed(ids_t))  # the embedding too, as one forward does it
+    return [Case("apply_rope_nd FLUX", f"{list(x.shape)} 3 axes in place", dtype.name, "rmw", x, 2 * x.nbytes,
+                 lambda: posenc.apply_rope_nd(x, ids, freqs, interleaved=True, out=x), base)]
+
+
 # ---------------------------------------------------------------- relative
 
 def _hf_t5_bucket(torch: Any, rel: Any, num_buckets: int = 32, max_distance: int = 128) -> Any:
@@ -406,4 +473,5 @@ def learned(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
     ]
 
 
-FAMILIES: List[Callable[[bool, np.dtype, Any], List[Case]]] = [sinusoidal, rope, relative, t5_buckets, learned]
+FAMILIES: List[Callable[[bool, np.dtype, Any], List[Case]]] = [sinusoidal, rope, rope_nd, relative, t5_buckets,
+                                                                learned]
