@@ -92,6 +92,33 @@ def in_place_variants(s: Spec, pairs: Dict[str, str]) -> None:
 
 # ------------------------------------------------------------------ rotary
 
+OFFSETS = np.array([3, 100])  # one first position per batch row of a [2, 4, ...] baseline
+OFFSET_ROWS = OFFSETS[:, None] + np.arange(4)
+
+
+def offset_array_cases(s: Spec) -> None:
+    """``offset`` as an array [batch]: row b at ``offset[b] + arange(seq)``; validated like positions."""
+    s.same("offset-array", clean={"offset": 0, "positions": OFFSET_ROWS}, offset=OFFSETS)
+    s.same("offset-array-list", clean={"offset": 0, "positions": OFFSET_ROWS}, offset=OFFSETS.tolist())
+    for id, v in [("int32", OFFSETS.astype(np.int32)), ("uint64", OFFSETS.astype(np.uint64)),
+                  ("byteswapped", byteswapped(OFFSETS)), ("misaligned", misaligned(OFFSETS)),
+                  ("negative-strides", negative_strides(OFFSETS))]:
+        s.same(f"offset-array-{id}", clean={"offset": 0, "positions": OFFSET_ROWS}, offset=v)
+    s.same("offset-array-negative", clean={"offset": 0, "positions": OFFSET_ROWS - 200}, offset=OFFSETS - 200)
+    s.check("offset-array-near-limit", finite_or_refused, offset=OFFSETS - 103 + 2**53 - 3)
+    s.same("offset-array-mrope", clean={"offset": 0, "positions": np.stack([OFFSET_ROWS] * 3)}, offset=OFFSETS,
+           mrope_section=(1, 1, 1))
+    for id, v, exc in [("wrong-batch", np.array([1, 2, 3]), VE), ("empty", np.array([], np.int64), VE),
+                       ("2d", OFFSETS[None], VE), ("float", OFFSETS.astype(float), TE), ("bool", OFFSETS > 5, TE),
+                       ("object", OFFSETS.astype(object), TE), ("complex", OFFSETS + 0j, TE),
+                       ("str", OFFSETS.astype(str), TE), ("ragged", [[1], [1, 2]], (TE, VE)),
+                       ("beyond-2-53", np.array([0, 2**53 - 2]), VE), ("minus-huge", np.array([-2**63, 0]), VE),
+                       ("uint64-huge", np.array([0, 2**64 - 1], np.uint64), VE)]:
+        s.raises(f"offset-array-{id}", exc, "offset", offset=v)
+    s.raises("offset-array-and-positions", VE, "offset", offset=OFFSETS, positions=np.arange(4))
+    s.raises("offset-array-and-zero-positions", VE, "offset", offset=np.zeros(2, np.int64), positions=np.arange(4))
+
+
 def spec_rope_inv_freq() -> Spec:
     s = Spec("rope_inv_freq", dim=6)
     s.dim("dim", huge=False)
@@ -128,6 +155,7 @@ def _rope_common(s: Spec, x: str) -> None:
     s.same("seq_axis-numpy-int", clean={"seq_axis": -3}, seq_axis=np.int64(-3))
     s.integer("offset", huge=finite_or_refused)
     s.raises("positions-and-offset", ValueError, "offset", positions=np.arange(4), offset=1)
+    offset_array_cases(s)
     s.same("positions-per-batch", positions=np.array([[0, 1, 2, 3], [7, 5, 3, 1]]))
     s.same("positions-one-row", clean={"positions": np.array([0, 3, 1, 2])}, positions=np.array([[0, 3, 1, 2]]))
     s.raises("positions-batch-mismatch", ValueError, "positions", positions=np.zeros((3, 4), np.int64))
@@ -188,6 +216,10 @@ def spec_apply_rope() -> Spec:
     s.check("x-empty-batch", empty_of((0, 4, 3, 6)), x=rand(0, 4, 3, 6))
     s.same("seq_axis-minus-2", seq_axis=-2, x=rand(2, 3, 4, 6))
     s.same("seq_axis-minus-2-no-heads", seq_axis=-2, x=rand(2, 4, 6))
+    s.raises("offset-array-no-batch-axis", ValueError, "offset", seq_axis=-2, x=rand(4, 6), offset=np.arange(4))
+    xh = rand(2, 3, 4, 6)  # [batch, heads, seq, head_dim]
+    s.same("offset-array-seq_axis-minus-2", clean={"x": xh, "offset": 0, "positions": OFFSET_ROWS, "seq_axis": -2}, x=xh,
+           seq_axis=-2, offset=OFFSETS)
     _rope_common(s, "x")
     s.out(x.shape, F32, inputs=["x"])
     in_place_variants(s, {"x": "out"})
@@ -283,6 +315,9 @@ def _call_cases(s: Spec) -> None:
         ("k-complex", dict(k=k.astype(np.complex64)), TE, "k"),
         ("k-seq-mismatch", dict(k=rand(2, 5, 1, 6)), VE, "seq"),
         ("offset-float", dict(offset=1.5), TE, "offset"),
+        ("offset-array-wrong-batch", dict(offset=np.array([1, 2, 3])), VE, "offset"),
+        ("offset-array-float", dict(offset=np.array([1.0, 2.0])), TE, "offset"),
+        ("offset-array-and-positions", dict(offset=np.array([1, 2]), positions=np.arange(4)), VE, "offset"),
         ("seq_axis-minus-1", dict(seq_axis=-1), VE, "seq_axis"),
         ("inverse-str", dict(inverse="yes"), TE, "inverse"),
         ("out_q-wrong-shape", dict(out_q=np.zeros((2, 4, 1, 6), F32)), VE, "out_q"),
@@ -307,6 +342,10 @@ def _call_cases(s: Spec) -> None:
     s.custom("call-seq_axis-minus-2-inverse",
              lambda api: api.RotaryEmbedding(6)(qh, kh, seq_axis=-2, inverse=True),
              Same(dict(q=qh, k=kh, seq_axis=-2, inverse=True), name="apply_rope_qk"))
+    s.custom("call-offset-array", lambda api: api.RotaryEmbedding(6)(q, k, offset=OFFSETS),
+             Same(dict(q=q, k=k, positions=OFFSET_ROWS), name="apply_rope_qk"))
+    s.custom("call-dynamic-offset-array", lambda api: api.RotaryEmbedding(6, scaling=DYNAMIC)(q, k, offset=OFFSETS),
+             Same(dict(q=q, k=k, scaling={**DYNAMIC, "seq_len": 104}, positions=OFFSET_ROWS), name="apply_rope_qk"))
     s.custom("call-yarn", lambda api: api.RotaryEmbedding(6, scaling=YARN)(q, k, offset=5),
              Same(dict(q=q, k=k, scaling=YARN, offset=5), name="apply_rope_qk"))
     s.custom("call-dynamic-long", lambda api: api.RotaryEmbedding(6, scaling=DYNAMIC)(q, k, offset=30),

@@ -359,3 +359,18 @@ def disjoint(a: np.ndarray, a_name: str, b: np.ndarray, b_name: str) -> None:
     """Refuse two operands that may share memory (an ``out`` and another call's operand, or two outs)."""
     if _overlap(a, b):
         raise ValueError(f"{a_name} overlaps {b_name}")
+
+
+# --- added by rope (issue 13): one first position per batch row
+
+def offsets(value: Any, count: int, name: str = "offset") -> np.ndarray:
+    """A 1-D integer array of first positions (one per batch row), each such that ``value[b] + k`` for
+    k < count stays exact in float64, as int64."""
+    arr = integer_array(value, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be an integer or a 1-D array of one integer per batch row, got shape {arr.shape}")
+    last = max(count - 1, 0)
+    if arr.size and (arr.max() > MAX_EXACT_POSITION - last or (arr.dtype.kind == "i" and arr.min() < -MAX_EXACT_POSITION)):
+        raise ValueError(f"{name} must keep positions within +-2**53 (exact in float64), got values in "
+                         f"[{arr.min()}, {arr.max()}] for {count} positions")
+    return arr.astype(np.int64)

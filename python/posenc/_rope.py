@@ -106,8 +106,12 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling:
         ``rotate_half``). True: pairs (2j, 2j+1) (GPT-J, RoFormer, Meta's
         llama reference code with complex numbers).
     seq_axis : {-3, -2}
-    offset : int
-        First position when ``positions`` is None (a KV-cache step).
+    offset : int or array_like of int, shape [batch]
+        First position when ``positions`` is None (a KV-cache step). An
+        array gives each batch row its own: row b sits at positions
+        ``offset[b] + arange(seq)`` (decode steps of sequences of different
+        lengths); ``[batch]`` must match axis 0 of x, which must not be the
+        sequence axis. Not with ``positions``.
     inverse : bool
         Rotate by −θ: ``a·R(−θ)``, the transpose — the backward pass; the
         inverse of the rotation when a = 1.
@@ -134,6 +138,11 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling:
     (True, True)
     >>> back = posenc.apply_rope(x, inverse=True)
     >>> bool(np.allclose(back, 1, atol=1e-6))
+    True
+    >>> # A decode step: the next token of two cached sequences of lengths 7 and 12.
+    >>> step = np.ones((2, 1, 2, 8), np.float32)
+    >>> y = posenc.apply_rope(step, offset=np.array([7, 12]))
+    >>> bool(np.array_equal(y[1], posenc.apply_rope(step[1:], offset=12)[0]))
     True
     """
     xa = _checks.float_array(x, "x")
@@ -276,8 +285,9 @@ class RotaryEmbedding:
             Floating; any strides. The head counts may differ, dtypes too.
         positions : array_like of shape [seq] or [batch, seq], optional
             None: ``offset + arange(seq)``.
-        offset : int
-            First position when ``positions`` is None (a KV-cache step).
+        offset : int or array_like of int, shape [batch]
+            First position when ``positions`` is None (a KV-cache step); an
+            array gives each batch row (axis 0) its own (see :func:`apply_rope`).
         seq_axis : {-3, -2}
         inverse : bool
             Rotate by −θ (the backward pass).

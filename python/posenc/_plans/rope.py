@@ -531,10 +531,17 @@ def rope_params(operands: Sequence[Tuple[np.ndarray, str]], *, positions: Any, o
         scale = _checks.real(attention_scaling, "attention_scaling")
     pair_axis = None if mrope_section is None and mrope_interleaved is False else (
         _pair_axes(mrope_section, mrope_interleaved, rdim // 2))
+    axes = 1 if pair_axis is None else 3
+    if _per_row(offset):  # one first position per batch row
+        if positions is not None:
+            raise ValueError("give either positions or offset, not both")
+        values = _offset_rows(offset, operands, seq_axis, axes)
+        return RopeParams(seq_axis, rdim, freqs, scale, pair_axis, interleaved, inverse, values, 0.0,
+                          values.shape[1] != 1)
     start = _checks.offset(offset, first.shape[seq_axis])  # positions exact in float64
     if positions is None:
         return RopeParams(seq_axis, rdim, freqs, scale, pair_axis, interleaved, inverse, None, float(start), False)
-    values, grouped = _rows(positions, start, operands, seq_axis, 1 if pair_axis is None else 3)
+    values, grouped = _rows(positions, start, operands, seq_axis, axes)
     return RopeParams(seq_axis, rdim, freqs, scale, pair_axis, interleaved, inverse, values, 0.0, grouped)
 
 
@@ -565,6 +572,31 @@ def _rows(positions: Any, start: int, operands: Sequence[Tuple[np.ndarray, str]]
             raise ValueError(f"positions of shape {arr.shape} need {name}'s axis 0 to be a batch of {groups}, "
                              f"{name} has shape {x.shape} with the sequence on axis {x.ndim + seq_axis}")
     return values, True
+
+
+def _per_row(offset: Any) -> bool:
+    """Whether ``offset`` is an array (one first position per batch row) rather than one integer."""
+    if type(offset) is int:
+        return False
+    try:
+        return bool(np.ndim(offset) > 0)
+    except Exception:  # noqa: BLE001 - a ragged list: as_array names the argument
+        return True
+
+
+def _offset_rows(offset: Any, operands: Sequence[Tuple[np.ndarray, str]], seq_axis: int, axes: int) -> np.ndarray:
+    """An ``offset`` array [batch] as the float64 positions [axes, batch, seq] ``offset[b] + arange(seq)``
+    (every M-RoPE axis alike, as for text tokens), batch checked against the operands' axis 0."""
+    first = operands[0][0]
+    seq = first.shape[seq_axis]
+    starts = _checks.offsets(offset, seq)
+    for x, name in operands:
+        if x.ndim + seq_axis == 0 or x.shape[0] != starts.shape[0]:
+            raise ValueError(f"offset of shape {starts.shape} needs {name}'s axis 0 to be a batch of "
+                             f"{starts.shape[0]}, {name} has shape {x.shape} with the sequence on axis "
+                             f"{x.ndim + seq_axis}")
+    rows = (starts[:, None] + np.arange(seq, dtype=np.int64)).astype(np.float64)  # exact: |values| <= 2**53
+    return np.ascontiguousarray(np.broadcast_to(rows, (axes,) + rows.shape))
 
 
 def rotation(x: np.ndarray, out: Any, params: RopeParams, name: str = "x", out_name: str = "out") -> RopeRotation:
