@@ -96,6 +96,73 @@ OFFSETS = np.array([3, 100])  # one first position per batch row of a [2, 4, ...
 OFFSET_ROWS = OFFSETS[:, None] + np.arange(4)
 
 
+def _tables(positions: np.ndarray, dim: int = 6) -> Any:
+    """float64 cos and sin [..., seq, dim/2] of positions at the default base (written out, not posenc's)."""
+    theta = positions[..., None] * 10000.0 ** (-np.arange(0, dim, 2) / dim)
+    return np.cos(theta), np.sin(theta)
+
+
+COS, SIN = _tables(np.arange(4.0))
+
+
+def table_cases(s: Spec) -> None:
+    """``cos=``/``sin=``: the caller's tables [seq, W] / [batch, seq, W], W = pairs or Transformers' 2·pairs."""
+    no = {"cos": None, "sin": None}
+    s.same("cos-sin-pairs", clean=no, cos=COS, sin=SIN)
+    s.same("cos-sin-transformers", clean=no, cos=np.concatenate([COS, COS], -1)[None],
+           sin=np.concatenate([SIN, SIN], -1)[None])
+    s.same("cos-sin-transformers-interleaved", clean={**no, "interleaved": True}, interleaved=True,
+           cos=np.repeat(COS, 2, -1), sin=np.repeat(SIN, 2, -1))
+    rows = np.array([[0, 1, 2, 3], [7, 5, 3, 1]])
+    bc, bs = _tables(rows.astype(float))
+    s.same("cos-sin-batch", clean={**no, "positions": rows}, cos=bc, sin=bs)
+    s.same("cos-sin-batch-one", clean=no, cos=COS[None], sin=SIN[None])
+    s.same("cos-sin-inverse", clean={**no, "inverse": True}, cos=COS, sin=SIN, inverse=True)
+    pc, ps = _tables(np.arange(4.0), 4)
+    s.same("cos-sin-partial", clean={**no, "rotary_dim": 4}, cos=pc, sin=ps, rotary_dim=4)
+    s.same("cos-sin-partial-transformers", clean={**no, "rotary_dim": 4}, cos=np.concatenate([pc, pc], -1),
+           sin=np.concatenate([ps, ps], -1), rotary_dim=4)
+    s.same("cos-sin-float32", clean={"cos": COS.astype(F32).astype(float), "sin": SIN.astype(F32).astype(float)},
+           cos=COS.astype(F32), sin=SIN.astype(F32))
+    s.same("cos-sin-float16", clean={"cos": COS.astype(np.float16).astype(float)}, cos=COS.astype(np.float16),
+           sin=SIN)
+    for id, make in [("byteswapped", byteswapped), ("misaligned", misaligned), ("negative-strides", negative_strides),
+                     ("stepped", stepped)]:
+        s.same(f"cos-sin-{id}", clean={"cos": COS, "sin": SIN}, cos=make(COS), sin=make(SIN))
+    s.same("cos-sin-lists", clean={"cos": COS, "sin": SIN}, cos=COS.tolist(), sin=SIN.tolist())
+    for id, kw, exc, match in [
+        ("cos-alone", dict(cos=COS), VE, "sin"), ("sin-alone", dict(sin=SIN), VE, "cos"),
+        ("cos-int", dict(cos=COS.astype(np.int64), sin=SIN), TE, "cos"),
+        ("sin-complex", dict(cos=COS, sin=SIN + 0j), TE, "sin"),
+        ("cos-str", dict(cos=COS.astype(str), sin=SIN), TE, "cos"),
+        ("cos-object", dict(cos=COS.astype(object), sin=SIN), TE, "cos"),
+        ("cos-1d", dict(cos=COS[0], sin=SIN[0]), VE, "cos"),
+        ("cos-4d", dict(cos=COS[None, None], sin=SIN[None, None]), VE, "cos"),
+        ("sin-other-shape", dict(cos=COS, sin=SIN[None]), VE, "sin"),
+        ("cos-wrong-seq", dict(cos=COS[:3], sin=SIN[:3]), VE, "cos"),
+        ("cos-wrong-width", dict(cos=COS[:, :2], sin=SIN[:, :2]), VE, "cos"),
+        ("cos-halves-differ", dict(cos=np.concatenate([COS, COS + 1e-9], -1), sin=np.concatenate([SIN, SIN], -1)),
+         VE, "cos"),
+        ("sin-halves-differ", dict(cos=np.concatenate([COS, COS], -1), sin=np.concatenate([SIN, -SIN], -1)),
+         VE, "sin"),
+        ("cos-neox-halves-interleaved", dict(cos=np.concatenate([COS, COS], -1), sin=np.concatenate([SIN, SIN], -1),
+                                             interleaved=True), VE, "cos"),
+        ("cos-nan", dict(cos=np.where(COS > 0.9, np.nan, COS), sin=SIN), VE, "cos"),
+        ("sin-inf", dict(cos=COS, sin=np.where(SIN > 0.5, np.inf, SIN)), VE, "sin"),
+        ("cos-batch-mismatch", dict(cos=np.stack([COS] * 3), sin=np.stack([SIN] * 3)), VE, "cos"),
+        ("cos-and-positions", dict(cos=COS, sin=SIN, positions=np.arange(4)), VE, "positions"),
+        ("cos-and-offset", dict(cos=COS, sin=SIN, offset=2), VE, "offset"),
+        ("cos-and-offset-array", dict(cos=COS, sin=SIN, offset=OFFSETS), VE, "offset"),
+        ("cos-and-base", dict(cos=COS, sin=SIN, base=500.0), VE, "base"),
+        ("cos-and-scaling", dict(cos=COS, sin=SIN, scaling={"type": "linear", "factor": 2.0}), VE, "scaling"),
+        ("cos-and-inv_freq", dict(cos=COS, sin=SIN, inv_freq=np.ones(3)), VE, "inv_freq"),
+        ("cos-and-attention_scaling", dict(cos=COS, sin=SIN, attention_scaling=1.0), VE, "attention_scaling"),
+        ("cos-and-mrope_section", dict(cos=COS, sin=SIN, mrope_section=(1, 1, 1)), VE, "mrope_section"),
+    ]:
+        s.raises(f"tables-{id}", exc, match, **kw)
+    s.same("cos-and-zero-offset", clean=no, cos=COS, sin=SIN, offset=np.int64(0))
+
+
 def offset_array_cases(s: Spec) -> None:
     """``offset`` as an array [batch]: row b at ``offset[b] + arange(seq)``; validated like positions."""
     s.same("offset-array", clean={"offset": 0, "positions": OFFSET_ROWS}, offset=OFFSETS)
@@ -156,6 +223,7 @@ def _rope_common(s: Spec, x: str) -> None:
     s.integer("offset", huge=finite_or_refused)
     s.raises("positions-and-offset", ValueError, "offset", positions=np.arange(4), offset=1)
     offset_array_cases(s)
+    table_cases(s)
     s.same("positions-per-batch", positions=np.array([[0, 1, 2, 3], [7, 5, 3, 1]]))
     s.same("positions-one-row", clean={"positions": np.array([0, 3, 1, 2])}, positions=np.array([[0, 3, 1, 2]]))
     s.raises("positions-batch-mismatch", ValueError, "positions", positions=np.zeros((3, 4), np.int64))

@@ -66,7 +66,7 @@ def rope_cos_sin(positions: Any, dim: int, *, base: float = 10000.0, scaling: An
 def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling: Any = None, inv_freq: Any = None,
                attention_scaling: Any = None, rotary_dim: Any = None, interleaved: bool = False, seq_axis: int = -3,
                offset: int = 0, inverse: bool = False, mrope_section: Any = None, mrope_interleaved: bool = False,
-               out: Any = None) -> Any:
+               cos: Any = None, sin: Any = None, out: Any = None) -> Any:
     """Rotate the feature pairs of ``x`` by position·frequency (rotary position embedding, RoPE).
 
     For each pair (u, v) and angle θ = position·ω_j:
@@ -122,6 +122,20 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling:
     mrope_interleaved : bool
         Qwen3-VL's layout: pair j takes axis j mod 3 while j < 3·section[j mod 3],
         otherwise axis 0.
+    cos, sin : array_like, floating, of shape [seq, W] or [batch, seq, W], optional
+        Precomputed tables (both or neither) that replace the angles: pair j of
+        row s rotates by ``cos[..., s, j]`` and ``sin[..., s, j]`` as given
+        (any attention scaling already inside), so posenc drops into code
+        that receives cos/sin. W = rotary_dim/2 (one column per pair, as
+        :func:`rope_cos_sin` returns them) or W = rotary_dim (one column per
+        rotated feature, each pair's value twice: what Transformers'
+        ``LlamaRotaryEmbedding`` returns and ``apply_rotary_pos_emb`` receives,
+        ``cat((c, c), -1)``; with ``interleaved=True``,
+        ``repeat_interleave(c, 2, -1)``; the two copies must agree). rotary_dim
+        defaults to head_dim: pass it for a partial rotation (Phi, GPT-NeoX).
+        ``[batch, seq, W]`` follows axis 0 of x; ``[1, seq, W]`` broadcasts.
+        Any float dtype; read in float64, finite. Not with positions, offset,
+        base, scaling, inv_freq, attention_scaling or mrope_section.
     out : array of x's shape and dtype, optional
         May be x itself (in place). Any other overlap with x is refused.
 
@@ -144,12 +158,17 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling:
     >>> y = posenc.apply_rope(step, offset=np.array([7, 12]))
     >>> bool(np.array_equal(y[1], posenc.apply_rope(step[1:], offset=12)[0]))
     True
+    >>> # Tables computed elsewhere (here Transformers' layout: [batch, seq, head_dim], halves repeated).
+    >>> c, s = posenc.rope_cos_sin(4, 8, dtype="float64")
+    >>> hf_cos, hf_sin = np.concatenate([c, c], -1)[None], np.concatenate([s, s], -1)[None]
+    >>> bool(np.allclose(posenc.apply_rope(x, cos=hf_cos, sin=hf_sin), posenc.apply_rope(x), atol=1e-6))
+    True
     """
     xa = _checks.float_array(x, "x")
     params = rope_params(((xa, "x"),), positions=positions, offset=offset, base=base, scaling=scaling,
                          inv_freq=inv_freq, attention_scaling=attention_scaling, rotary_dim=rotary_dim,
                          interleaved=interleaved, seq_axis=seq_axis, inverse=inverse, mrope_section=mrope_section,
-                         mrope_interleaved=mrope_interleaved)
+                         mrope_interleaved=mrope_interleaved, cos=cos, sin=sin)
     return rotation(xa, out, params)
 
 
@@ -157,8 +176,8 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling:
 def apply_rope_qk(q: Any, k: Any, positions: Any = None, *, base: float = 10000.0, scaling: Any = None,
                   inv_freq: Any = None, attention_scaling: Any = None, rotary_dim: Any = None,
                   interleaved: bool = False, seq_axis: int = -3, offset: int = 0, inverse: bool = False,
-                  mrope_section: Any = None, mrope_interleaved: bool = False, out_q: Any = None,
-                  out_k: Any = None) -> Tuple[Any, Any]:
+                  mrope_section: Any = None, mrope_interleaved: bool = False, cos: Any = None, sin: Any = None,
+                  out_q: Any = None, out_k: Any = None) -> Tuple[Any, Any]:
     """Rotate queries and keys in one pass: each row's cos/sin are computed once for both.
 
     Arguments as in :func:`apply_rope`; q and k share the layout, batch and
@@ -174,8 +193,10 @@ def apply_rope_qk(q: Any, k: Any, positions: Any = None, *, base: float = 10000.
     q : array_like, floating, of shape [..., seq, heads_q, head_dim_q] (seq_axis=-3) or [..., heads_q, seq, head_dim_q]
     k : array_like, floating, of shape [..., seq, heads_k, head_dim_k] (seq_axis=-3) or [..., heads_k, seq, head_dim_k]
     positions, base, scaling, inv_freq, attention_scaling, rotary_dim, interleaved, seq_axis, offset, inverse, \
-mrope_section, mrope_interleaved
-        As in :func:`apply_rope`, shared by q and k (``[batch, seq]`` positions follow axis 0 of both).
+mrope_section, mrope_interleaved, cos, sin
+        As in :func:`apply_rope`, shared by q and k (``[batch, seq]`` positions, offset arrays and
+        ``[batch, seq, W]`` tables follow axis 0 of both). With ``cos``/``sin`` this is Transformers'
+        ``apply_rotary_pos_emb(q, k, cos, sin)`` (q and k ``[batch, heads, seq, head_dim]``: ``seq_axis=-2``).
     out_q, out_k : arrays of q's and k's shapes and dtypes, optional
         Each may be its own input (in place), not the other operand nor the other out.
 
@@ -198,7 +219,7 @@ mrope_section, mrope_interleaved
     params = rope_params(((qa, "q"), (ka, "k")), positions=positions, offset=offset, base=base, scaling=scaling,
                          inv_freq=inv_freq, attention_scaling=attention_scaling, rotary_dim=rotary_dim,
                          interleaved=interleaved, seq_axis=seq_axis, inverse=inverse, mrope_section=mrope_section,
-                         mrope_interleaved=mrope_interleaved)
+                         mrope_interleaved=mrope_interleaved, cos=cos, sin=sin)
     return rotation_qk(qa, ka, params, out_q=out_q, out_k=out_k)
 
 

@@ -79,6 +79,9 @@ class RopeParams(NamedTuple):
     positions: Optional[np.ndarray]  # float64 [axes, groups, seq], C order; None: start + arange(seq)
     start: float
     grouped: bool  # the groups of positions follow the operands' axis 0 (the batch)
+    # The caller's cos and sin (apply_rope(cos=, sin=)), float64 [groups, seq, rotary_dim / 2], C order, which
+    # replace the angles (positions, start, inv_freq unused).
+    tables: Optional[Tuple[np.ndarray, np.ndarray]] = None
 
 
 class RopeRotation(NamedTuple):
@@ -480,7 +483,8 @@ def _given_frequencies(inv_freq: Any, half: int) -> np.ndarray:
 
 def rope_params(operands: Sequence[Tuple[np.ndarray, str]], *, positions: Any, offset: Any, base: Any,
                 scaling: Any, inv_freq: Any, attention_scaling: Any, rotary_dim: Any, interleaved: Any,
-                seq_axis: Any, inverse: Any, mrope_section: Any, mrope_interleaved: Any) -> RopeParams:
+                seq_axis: Any, inverse: Any, mrope_section: Any, mrope_interleaved: Any, cos: Any = None,
+                sin: Any = None) -> RopeParams:
     """Check the arguments every operand shares against the operands (floating arrays with their names), once.
 
     ``operands``: x alone, or q and k, which share the layout, the batch, the
@@ -515,6 +519,13 @@ def rope_params(operands: Sequence[Tuple[np.ndarray, str]], *, positions: Any, o
         rdim = int(first.shape[-1])
     if rdim == 0:
         raise ValueError(f"{first_name}.shape[-1] (head_dim) must be > 0")
+    if cos is not None or sin is not None:
+        _alone_with_tables(positions=positions, offset=offset, base=base, scaling=scaling, inv_freq=inv_freq,
+                           attention_scaling=attention_scaling, mrope_section=mrope_section,
+                           mrope_interleaved=mrope_interleaved)
+        c, s = caller_tables(cos, sin, operands, seq_axis, rdim, interleaved)
+        return RopeParams(seq_axis, rdim, _no_frequencies(rdim // 2), 1.0, None, interleaved, inverse, None, 0.0,
+                          c.shape[0] != 1, (c, s))
     if inv_freq is not None:
         if scaling is not None:
             raise ValueError("give either inv_freq or scaling, not both")
@@ -572,6 +583,84 @@ def _rows(positions: Any, start: int, operands: Sequence[Tuple[np.ndarray, str]]
             raise ValueError(f"positions of shape {arr.shape} need {name}'s axis 0 to be a batch of {groups}, "
                              f"{name} has shape {x.shape} with the sequence on axis {x.ndim + seq_axis}")
     return values, True
+
+
+@functools.lru_cache(maxsize=64)
+def _no_frequencies(half: int) -> np.ndarray:
+    """The (unused) frequencies of a plan whose angles come from the caller's tables: read-only zeros."""
+    w = np.zeros(half)
+    w.flags.writeable = False
+    return w
+
+
+def _alone_with_tables(**given: Any) -> None:
+    """cos/sin replace every source of angles: each other one given is a ValueError naming it."""
+    for name, value in given.items():
+        if name == "offset":
+            unset = not _per_row(value) and isinstance(value, (int, np.integer)) and not isinstance(value, bool) \
+                and value == 0
+        elif name == "base":
+            unset = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+                and value == 10000.0
+        elif name == "mrope_interleaved":
+            unset = value is False or value is np.False_
+        else:
+            unset = value is None
+        if not unset:
+            raise ValueError(f"give either {name} or cos and sin, not both (the tables replace the positions, "
+                             "frequencies and scaling)")
+
+
+def caller_tables(cos: Any, sin: Any, operands: Sequence[Tuple[np.ndarray, str]], seq_axis: int, rotary_dim: int,
+                  interleaved: bool) -> Tuple[np.ndarray, np.ndarray]:
+    """The caller's cos/sin as float64 [groups, seq, rotary_dim / 2], C order, checked against the operands.
+
+    Accepted: ``[seq, W]`` or ``[batch, seq, W]`` (``[1, seq, W]`` broadcasts over the batch) of any
+    float dtype, with W = rotary_dim / 2 (one column per pair: :func:`posenc.rope_cos_sin`) or W =
+    rotary_dim (one column per rotated feature, each pair's value twice: Transformers' ``cos``/``sin``,
+    ``cat((c, c), -1)``, or ``repeat_interleave(c, 2, -1)`` with interleaved pairs).
+    """
+    if cos is None or sin is None:
+        raise ValueError(f"give both cos and sin (got only {'cos' if sin is None else 'sin'})")
+    tables = []
+    for value, name in ((cos, "cos"), (sin, "sin")):
+        t = _checks.float_array(value, name)
+        if t.ndim not in (2, 3):
+            raise ValueError(f"{name} must have shape [seq, pairs] or [batch, seq, pairs], got {t.shape}")
+        tables.append((t, name))
+    (c, _), (s, _) = tables
+    if s.shape != c.shape:
+        raise ValueError(f"sin must have cos's shape {c.shape}, got {s.shape}")
+    first, first_name = operands[0]
+    seq, half = first.shape[seq_axis], rotary_dim // 2
+    if c.shape[-2] != seq:
+        raise ValueError(f"cos has {c.shape[-2]} rows (cos.shape[-2]) but {first_name} has seq length {seq}")
+    width = c.shape[-1]
+    if width not in (half, rotary_dim):
+        raise ValueError(f"cos must have rotary_dim/2 = {half} columns (one per pair) or rotary_dim = {rotary_dim} "
+                         f"(Transformers' cos, each pair's value twice), got {width}; pass rotary_dim for a "
+                         "partial rotation")
+    groups = c.shape[0] if c.ndim == 3 else 1
+    if groups != 1:
+        for x, name in operands:
+            if x.ndim + seq_axis == 0 or x.shape[0] != groups:
+                raise ValueError(f"cos of shape {c.shape} needs {name}'s axis 0 to be a batch of {groups}, "
+                                 f"{name} has shape {x.shape} with the sequence on axis {x.ndim + seq_axis}")
+    result = []
+    for t, name in tables:
+        t64 = t.reshape(groups, seq, width).astype(np.float64)
+        if width != half:  # each pair's value twice: keep one, after checking they agree
+            one, two = (t64[..., 0::2], t64[..., 1::2]) if interleaved else (t64[..., :half], t64[..., half:])
+            if not np.array_equal(one, two, equal_nan=True):
+                dup = "repeat_interleave(c, 2, -1)" if interleaved else "cat((c, c), -1)"
+                raise ValueError(f"{name} has rotary_dim = {rotary_dim} columns but its two values of a pair differ "
+                                 f"(expected {dup}, the {'interleaved' if interleaved else 'NeoX'} pairing)")
+            t64 = one
+        t64 = np.ascontiguousarray(t64)
+        if t64.size and not np.isfinite(t64).all():
+            raise ValueError(f"{name} must be finite (found NaN or infinity)")
+        result.append(t64)
+    return result[0], result[1]
 
 
 def _per_row(offset: Any) -> bool:
