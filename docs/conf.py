@@ -32,6 +32,7 @@ html_title = f"posenc {release}"
 SECTIONS = [  # family module -> heading, in page order: each module's __all__ lists its public names
     ("posenc._sinusoidal", "Sinusoidal encodings"),
     ("posenc._rope", "Rotary embeddings (RoPE)"),
+    ("posenc._rope_nd", "Rotary embeddings on several axes (vision, video, diffusion)"),
     ("posenc._relative", "Relative positions (T5, ALiBi, Shaw)"),
     ("posenc._learned", "Learned tables"),
     ("posenc._vision", "Vision and detection (MAE/DiT sincos, DETR, Swin)"),

@@ -55,6 +55,15 @@ FAMILIES: Dict[str, Tuple[str, List[Mutant]]] = {
         Mutant("apply_rope_qk", "direction-reversed", flip="inverse"),
         Mutant("rope_cos_sin", "one-element-of-sin", out="sin"),
     ]),
+    "rope_nd": ("tests/test_rope_nd.py", [
+        Mutant("apply_rope_nd", "one-element", out="out"),
+        Mutant("apply_rope_nd", "direction-reversed", flip="inverse"),
+        Mutant("apply_rope_nd", "pairing-swapped", flip="interleaved"),
+        Mutant("rope_nd_cos_sin", "one-element-of-sin", out="sin"),
+        Mutant("apply_rope_tables", "one-element", out="out"),
+        Mutant("apply_rope_tables", "direction-reversed", flip="inverse"),
+        Mutant("apply_rope_tables_qk", "one-element-of-k", out="out_k"),
+    ]),
     "relative": ("tests/test_relative.py", [
         Mutant("toeplitz_copy", "one-element", out="out"),
         Mutant("toeplitz_add", "one-element", out="out"),

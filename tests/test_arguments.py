@@ -33,6 +33,7 @@ from helpers import run_python
 import hostile_learned
 import hostile_relative
 import hostile_rope
+import hostile_rope_nd
 import hostile_sinusoidal
 import hostile_vision
 from hostile import SANITIZED, Case, Check, Raises, Same, Spec, memory_guard
@@ -98,7 +99,8 @@ SPECS: Dict[str, Callable[[], Spec]] = {
 NOT_CALLABLE = {"__version__"}
 
 # Each family's specs live in its own module (tests/hostile_<family>.py).
-for _family in (hostile_sinusoidal, hostile_rope, hostile_relative, hostile_learned, hostile_vision):
+for _family in (hostile_sinusoidal, hostile_rope, hostile_rope_nd, hostile_relative, hostile_learned,
+                hostile_vision):
     SPECS.update(_family.SPECS)
 
 

@@ -55,6 +55,7 @@ for _b, (_h, _w) in enumerate([(64, 50), (30, 96), (64, 96), (10, 7)]):
     DETR_VALID[_b, _h:, :] = DETR_VALID[_b, :, _w:] = False
 DETR_VALID.flags.writeable = False
 GRID = np.ascontiguousarray(TABLE.reshape(32, 64, 64)[:16])
+_AXIAL = posenc.rope_axial_freqs((32, 32))  # [2 axes, 32 pairs] for X's head_dim 64
 
 
 def _qk(out: Any) -> Any:
@@ -71,6 +72,8 @@ KERNEL_CALLS: Dict[str, Callable[[Any], Any]] = {
     "rope_cos_sin": lambda out: posenc.rope_cos_sin(POS[1], 128),
     "apply_rope": lambda out: posenc.apply_rope(X, offset=5, out=out),
     "apply_rope_qk": _qk,
+    "apply_rope_nd": lambda out: posenc.apply_rope_nd(X, np.stack([POS % 64, POS // 64], -1), _AXIAL, out=out),
+    "rope_nd_cos_sin": lambda out: posenc.rope_nd_cos_sin(np.stack([POS % 64, POS // 64], -1), _AXIAL),
     "relative_positions": lambda out: posenc.relative_positions(512, 700, offset=3, out=out),
     "clipped_relative_positions": lambda out: posenc.clipped_relative_positions(512, 700, 40, out=out),
     "relative_embeddings": lambda out: posenc.relative_embeddings(TABLE[:81], 128, 160, 40, out=out),

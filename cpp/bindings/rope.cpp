@@ -3,6 +3,9 @@
 #include "bindings/register.hpp"
 #include "posenc/rope.hpp"
 
+#include <initializer_list>
+#include <string>
+
 namespace posenc::bind {
 
 namespace {
@@ -99,6 +102,113 @@ void apply_qk(py::array q, py::array out_q, py::array k, py::array out_k, py::ss
     kernel(args, ops, n);
 }
 
+// A float64, C-contiguous array of exactly `shape`; ValueError naming `name` otherwise.
+const double* float64_block(const py::array& a, std::initializer_list<std::int64_t> shape, const char* name) {
+    bool ok = holds<double>(a) && (a.flags() & py::array::c_style) && a.ndim() == static_cast<py::ssize_t>(shape.size());
+    py::ssize_t i = 0;
+    std::string want;
+    for (const std::int64_t n : shape) {
+        ok = ok && a.shape(i++) == n;
+        want += (want.empty() ? "" : ", ") + std::to_string(n);
+    }
+    if (!ok) throw std::invalid_argument(std::string(name) + " must be a C-contiguous float64 [" + want + "] array");
+    return static_cast<const double*>(a.data());
+}
+
+// Multi-axis angles of x's view: coords [groups, rows, axes], freqs [axes, half].
+RopeArgs nd_args(const GroupedRows& x, const py::array& coords, const py::array& freqs, bool interleaved,
+                 bool inverse) {
+    const std::int64_t axes = freqs.ndim() == 2 ? freqs.shape(0) : -1, half = freqs.ndim() == 2 ? freqs.shape(1) : -1;
+    if (axes < 1 || half < 1 || 2 * half > x.cols())
+        throw std::invalid_argument("freqs must be a [axes, pairs] array with 2·pairs <= head_dim " +
+                                    std::to_string(x.cols()));
+    RopeArgs args{x.groups(), x.rows(), nullptr, 0.0, nullptr, half, nullptr, 1.0, interleaved, inverse};
+    args.freqs = float64_block(freqs, {axes, half}, "freqs");
+    args.coords = float64_block(coords, {x.groups(), x.rows(), axes}, "coords");
+    args.axes = axes;
+    return args;
+}
+
+// Caller tables of x's view: cos and sin [groups, rows, half].
+RopeArgs table_args(const GroupedRows& x, const py::array& cos, const py::array& sin, double scale, bool interleaved,
+                    bool inverse) {
+    const std::int64_t half = cos.ndim() == 3 ? cos.shape(2) : -1;
+    if (half < 1 || 2 * half > x.cols())
+        throw std::invalid_argument("cos must be a [groups, rows, pairs] array with 2·pairs <= head_dim " +
+                                    std::to_string(x.cols()));
+    RopeArgs args{x.groups(), x.rows(), nullptr, 0.0, nullptr, half, nullptr, scale, interleaved, inverse};
+    args.cos_table = float64_block(cos, {x.groups(), x.rows(), half}, "cos");
+    args.sin_table = float64_block(sin, {x.groups(), x.rows(), half}, "sin");
+    return args;
+}
+
+// x rotated by θ_j = Σ_a coords[a]·freqs[a, j] (out may be x).
+void apply_nd(py::array x, py::array out, py::ssize_t seq_axis, bool grouped, py::array coords, py::array freqs,
+              bool interleaved, bool inverse) {
+    const DType dt = float_dtype(x, "x");
+    Operand a = operand_of(x, out, dt, seq_axis, grouped, "x", "out");
+    const RopeArgs args = nd_args(a.x, coords, freqs, interleaved, inverse);
+    if (a.x.empty()) return;
+    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
+    const ReleaseGil release(out.size());
+    kernel(args, &a.op, 1);
+}
+
+// x rotated by the caller's float64 cos/sin tables [groups, rows, half], times scale.
+void apply_tables(py::array x, py::array out, py::ssize_t seq_axis, bool grouped, py::array cos, py::array sin,
+                  double scale, bool interleaved, bool inverse) {
+    const DType dt = float_dtype(x, "x");
+    Operand a = operand_of(x, out, dt, seq_axis, grouped, "x", "out");
+    const RopeArgs args = table_args(a.x, cos, sin, scale, interleaved, inverse);
+    if (a.x.empty()) return;
+    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
+    const ReleaseGil release(out.size());
+    kernel(args, &a.op, 1);
+}
+
+// q and k by the same tables in one pass.
+void apply_tables_qk(py::array q, py::array out_q, py::array k, py::array out_k, py::ssize_t seq_axis, bool grouped,
+                     py::array cos, py::array sin, double scale, bool interleaved, bool inverse) {
+    const DType dt = float_dtype(q, "q");
+    Operand a = operand_of(q, out_q, dt, seq_axis, grouped, "q", "out_q");
+    Operand b = operand_of(k, out_k, dt, seq_axis, grouped, "k", "out_k");
+    if (a.x.groups() != b.x.groups() || a.x.rows() != b.x.rows())
+        throw std::invalid_argument("q and k must have the same batch and seq length");
+    const RopeArgs args = table_args(a.x, cos, sin, scale, interleaved, inverse);
+    if (2 * args.half > b.x.cols()) throw std::invalid_argument("the tables' pairs do not fit k's head_dim");
+    RopeOperand ops[2];
+    int n = 0;
+    if (!a.x.empty()) ops[n++] = a.op;
+    if (!b.x.empty()) ops[n++] = b.op;
+    if (n == 0) return;
+    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
+    const ReleaseGil release(out_q.size() + out_k.size());
+    kernel(args, ops, n);
+}
+
+// cos/sin [rows, half] of coords [rows, axes] and freqs [axes, half], contiguous, of one dtype.
+void nd_cos_sin(py::array cos_out, py::array sin_out, py::array coords, py::array freqs) {
+    const DType dt = float_dtype(cos_out, "cos");
+    if (float_dtype(sin_out, "sin") != dt) throw py::type_error("cos and sin must have one dtype");
+    require_writeable(cos_out, "cos");
+    require_writeable(sin_out, "sin");
+    require_same_shape(cos_out, "cos", sin_out, "sin");
+    const std::int64_t axes = freqs.ndim() == 2 ? freqs.shape(0) : -1, half = freqs.ndim() == 2 ? freqs.shape(1) : -1;
+    if (axes < 1 || half < 1) throw std::invalid_argument("freqs must be a [axes, pairs] array");
+    if (cos_out.ndim() != 2 || cos_out.shape(1) != half || !(cos_out.flags() & py::array::c_style) ||
+        !(sin_out.flags() & py::array::c_style))
+        throw std::invalid_argument("cos and sin must be C-contiguous [rows, pairs] arrays");
+    const std::int64_t rows = cos_out.shape(0);
+    RopeArgs args{1, rows, nullptr, 0.0, nullptr, half, nullptr, 1.0, false, false};
+    args.freqs = float64_block(freqs, {axes, half}, "freqs");
+    args.coords = float64_block(coords, {rows, axes}, "coords");
+    args.axes = axes;
+    if (rows == 0) return;
+    const auto kernel = rope_kernels().cos_sin[static_cast<int>(dt)];
+    const ReleaseGil release(2 * cos_out.size());
+    kernel(args, cos_out.mutable_data(), sin_out.mutable_data());
+}
+
 // cos/sin tables [rows, half], contiguous, of one dtype.
 void cos_sin(py::array cos_out, py::array sin_out, std::optional<py::array> positions, double start,
              py::array inv_freq, double scale) {
@@ -130,6 +240,14 @@ void register_rope(py::module_& m) {
     m.def("apply_rope_qk", &apply_qk, py::arg("q"), py::arg("out_q"), py::arg("k"), py::arg("out_k"),
           py::arg("seq_axis"), py::arg("grouped"), py::arg("positions"), py::arg("start"), py::arg("inv_freq"),
           py::arg("pair_axis"), py::arg("scale"), py::arg("interleaved"), py::arg("inverse"));
+    m.def("apply_rope_nd", &apply_nd, py::arg("x"), py::arg("out"), py::arg("seq_axis"), py::arg("grouped"),
+          py::arg("coords"), py::arg("freqs"), py::arg("interleaved"), py::arg("inverse"));
+    m.def("apply_rope_tables", &apply_tables, py::arg("x"), py::arg("out"), py::arg("seq_axis"), py::arg("grouped"),
+          py::arg("cos"), py::arg("sin"), py::arg("scale"), py::arg("interleaved"), py::arg("inverse"));
+    m.def("apply_rope_tables_qk", &apply_tables_qk, py::arg("q"), py::arg("out_q"), py::arg("k"), py::arg("out_k"),
+          py::arg("seq_axis"), py::arg("grouped"), py::arg("cos"), py::arg("sin"), py::arg("scale"),
+          py::arg("interleaved"), py::arg("inverse"));
+    m.def("rope_nd_cos_sin", &nd_cos_sin, py::arg("cos"), py::arg("sin"), py::arg("coords"), py::arg("freqs"));
     m.def("rope_cos_sin", &cos_sin, py::arg("cos"), py::arg("sin"), py::arg("positions"), py::arg("start"),
           py::arg("inv_freq"), py::arg("scale"));
 }

@@ -7,7 +7,9 @@
 // then applied to every unit (head) of every operand (q and k). Angles come
 // from angles.hpp in float64: exact anchors at every block start and the
 // angle-addition recurrence in between, or a direct vector sincos per row
-// when positions are not consecutive (per-batch positions, M-RoPE).
+// when positions are not consecutive (per-batch positions, M-RoPE) and for
+// multi-axis coordinates (θ_j = Σ_a coords[a]·freqs[a, j], summed in float64
+// in axis order). Caller tables (float64 cos/sin) replace the trigonometry.
 //
 // Precision: float64, float16 and bfloat16 data rotate in float64 and are
 // rounded once. float32 data rotate in float32, with cos/sin rounded to
@@ -150,6 +152,20 @@ struct RowScratch {
     double* theta;
 };
 
+// θ_j = Σ_a coords[a]·freqs[a, j] of one row (coords[axes]), into theta[half].
+inline void coords_angles(const double* coords, const double* freqs, std::int64_t axes, std::int64_t half,
+                          double* __restrict theta) {
+    const double c0 = coords[0];
+#pragma omp simd
+    for (std::int64_t j = 0; j < half; ++j) theta[j] = c0 * freqs[j];
+    for (std::int64_t k = 1; k < axes; ++k) {
+        const double ck = coords[k];
+        const double* __restrict f = freqs + k * half;
+#pragma omp simd
+        for (std::int64_t j = 0; j < half; ++j) theta[j] += ck * f[j];
+    }
+}
+
 // cos/sin of rows [r0, r1) of group g, times the attention scaling (sin
 // negated for the inverse), rounded once to R into ct/st ([rows, half]).
 template <class R>
@@ -161,7 +177,18 @@ void block_table(const RopeArgs& a, const AngleStep& step, std::int64_t g, std::
     for (std::int64_t r = r0; r < r1; ++r) {
         const double* s;
         const double* c;
-        if (a.pair_axis) {
+        if (a.cos_table) {
+            s = a.sin_table + (g * a.rows + r) * half;
+            c = a.cos_table + (g * a.rows + r) * half;
+        } else if (a.coords) {
+            // Every row directly: neighbouring tokens of a patch grid step in
+            // one axis, but the trig of a row is shared by all heads, so it is
+            // a small part of the row's cost (see benchmarks/bench_rope_nd.py).
+            coords_angles(a.coords + (g * a.rows + r) * a.axes, a.freqs, a.axes, half, w.theta);
+            sincos_scaled(1.0, w.theta, w.s, w.c, half);
+            s = w.s;
+            c = w.c;
+        } else if (a.pair_axis) {
             // M-RoPE: each pair has its own position; evaluate the row directly.
             for (std::int64_t j = 0; j < half; ++j)
                 w.theta[j] = a.positions ? position_at(group_positions(a, a.pair_axis[j], g), r) * a.inv_freq[j]
@@ -228,7 +255,7 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     const std::int64_t table = kAnchorRows * 2 * half;
     const std::int64_t per_thread = 2 * table + 3 * half;
     Scratch scratch(2 * half + per_thread * threads);
-    const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
+    const AngleStep step = angle_step(a.inv_freq, half, a.inv_freq ? a.rows : 1, scratch.data());
 
     // Items are handed out one at a time from a shared counter rather than
     // in fixed halves: on a loaded machine a descheduled thread then delays
@@ -278,14 +305,20 @@ void cos_sin(const RopeArgs& a, void* cos_out, void* sin_out) {
     const std::int64_t half = a.half;
     const std::int64_t blocks = (a.rows + kAnchorRows - 1) / kAnchorRows;
     const int threads = plan_threads(blocks, kAnchorRows * 2 * (half + 2));
-    Scratch scratch(2 * half + 2 * half * threads);
-    const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
+    Scratch scratch(2 * half + 3 * half * threads);
+    const AngleStep step = angle_step(a.inv_freq, half, a.inv_freq ? a.rows : 1, scratch.data());
     T* co = static_cast<T*>(cos_out);
     T* so = static_cast<T*>(sin_out);
     parallel_chunks(blocks, threads, [&](std::int64_t begin, std::int64_t end, int t) {
-        AngleRows angles(group_positions(a, 0, 0), a.inv_freq, half, step, scratch.data() + 2 * half * (t + 1));
+        double* mine = scratch.data() + 2 * half + 3 * half * t;
+        AngleRows angles(group_positions(a, 0, 0), a.inv_freq, half, step, mine);
         for (std::int64_t r = begin * kAnchorRows; r < end * kAnchorRows && r < a.rows; ++r) {
-            angles.seek(r);
+            if (a.coords) {
+                coords_angles(a.coords + r * a.axes, a.freqs, a.axes, half, mine + 2 * half);
+                sincos_scaled(1.0, mine + 2 * half, angles.s(), angles.c(), half);
+            } else {
+                angles.seek(r);
+            }
             scaled_row(angles.c(), a.scale, half, co + r * half);
             scaled_row(angles.s(), a.scale, half, so + r * half);
         }

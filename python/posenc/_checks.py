@@ -389,3 +389,15 @@ def offsets(value: Any, count: int, name: str = "offset") -> np.ndarray:
         raise ValueError(f"{name} must keep positions within +-2**53 (exact in float64), got values in "
                          f"[{arr.min()}, {arr.max()}] for {count} positions")
     return arr.astype(np.int64)
+
+
+# --- added by rope_nd (moved from _vision: sinusoidal_nd and rope_axial_freqs take the same argument)
+
+def axes_dims(value: Any, name: str = "axes_dims") -> Tuple[int, ...]:
+    """A non-empty sequence of even feature counts, one per axis."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        raise TypeError(f"{name} must be a sequence of even integers, got {type(value).__name__}")
+    dims = tuple(even_dim(d, f"{name}[{a}]") for a, d in enumerate(value))
+    if not dims:
+        raise ValueError(f"{name} must name at least one axis")
+    return dims

@@ -77,6 +77,41 @@ def rope_cos_sin(
     inv_freq: _Array,
     scale: float,
 ) -> None: ...
+def apply_rope_nd(
+    x: _Array,
+    out: _Array,
+    seq_axis: int,
+    grouped: bool,
+    coords: _Array,
+    freqs: _Array,
+    interleaved: bool,
+    inverse: bool,
+) -> None: ...
+def apply_rope_tables(
+    x: _Array,
+    out: _Array,
+    seq_axis: int,
+    grouped: bool,
+    cos: _Array,
+    sin: _Array,
+    scale: float,
+    interleaved: bool,
+    inverse: bool,
+) -> None: ...
+def apply_rope_tables_qk(
+    q: _Array,
+    out_q: _Array,
+    k: _Array,
+    out_k: _Array,
+    seq_axis: int,
+    grouped: bool,
+    cos: _Array,
+    sin: _Array,
+    scale: float,
+    interleaved: bool,
+    inverse: bool,
+) -> None: ...
+def rope_nd_cos_sin(cos: _Array, sin: _Array, coords: _Array, freqs: _Array) -> None: ...
 
 # Relative positions: Toeplitz rows and T5 bucket boundaries.
 def toeplitz_copy(out: _Array, lut: _Array, step: int) -> None: ...

@@ -23,14 +23,7 @@ __all__ = ["add_swin_bias", "detr_sine", "sincos_2d", "sinusoidal_nd", "swin_bia
            "swinv2_coords_table"]
 
 
-def _axes_dims(value: Any) -> Tuple[int, ...]:
-    """A non-empty sequence of even feature counts, one per axis."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
-        raise TypeError(f"axes_dims must be a sequence of even integers, got {type(value).__name__}")
-    dims = tuple(_checks.even_dim(d, f"axes_dims[{a}]") for a, d in enumerate(value))
-    if not dims:
-        raise ValueError("axes_dims must name at least one axis")
-    return dims
+_axes_dims = _checks.axes_dims  # (moved to _checks: rope_axial_freqs takes the same argument)
 
 
 @entry

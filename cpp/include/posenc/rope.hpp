@@ -7,6 +7,10 @@
 // listed by the bindings, so any strides (negative too) are walked in place.
 // A row's angles θ_j = position·ω_j are shared by every unit of its group:
 // the trigonometry is done once per (group, row) and amortised over heads.
+// Two other angle sources share the rest of the kernel: multi-axis
+// coordinates times frequencies (θ_j = Σ_a coords[a]·freqs[a, j]: vision,
+// video and diffusion transformers), and float64 cos/sin tables the caller
+// computed (Transformers' precomputed cos/sin, xPos).
 // Frequencies ω_j and the attention scaling come from the caller (Python,
 // float64), so every backend uses the same ones. Arguments are validated by
 // the bindings; kernels only touch the elements the layouts describe.
@@ -40,6 +44,17 @@ struct RopeArgs {
     double scale;      // attention scaling, multiplies cos and sin
     bool interleaved;  // pairs (2j, 2j+1), else (j, j + half)
     bool inverse;      // rotate by −θ
+    // Angle sources replacing positions·inv_freq (inv_freq, positions and
+    // pair_axis unused; at most one of them set):
+    // coords·freqs: θ_j = Σ_a coords[(g·rows + r)·axes + a]·freqs[a·half + j],
+    // in float64, summed in axis order; coords [groups, rows, axes], freqs [axes, half].
+    const double* coords = nullptr;
+    const double* freqs = nullptr;
+    std::int64_t axes = 0;
+    // Tables: cos θ = cos_table[(g·rows + r)·half + j], sin likewise, float64
+    // [groups, rows, half] (times `scale` like computed ones).
+    const double* cos_table = nullptr;
+    const double* sin_table = nullptr;
 };
 
 // One tensor to rotate (q, or k): x → out, out may be x itself (identical
@@ -57,7 +72,8 @@ struct RopeOperand {
 // Rotates every operand; the trigonometry of a row is done once for all.
 using ApplyRopeFn = void (*)(const RopeArgs&, const RopeOperand* ops, int n_ops);
 // cos[r, j] = scale·cos(position(r)·ω_j), sin likewise; [rows, half] each,
-// contiguous, rounded once (groups must be 1, no M-RoPE).
+// contiguous, rounded once (groups must be 1, no M-RoPE, no tables; with
+// coords, row r takes coords[r·axes ...]).
 using RopeCosSinFn = void (*)(const RopeArgs&, void* cos, void* sin);
 
 struct RopeKernels {

@@ -10,4 +10,5 @@ from . import sinusoidal  # noqa: F401 (each module registers its family's execu
 from . import learned  # noqa: F401
 from . import relative  # noqa: F401
 from . import rope  # noqa: F401
+from . import rope_nd  # noqa: F401
 from . import vision  # noqa: F401

@@ -11,14 +11,14 @@ public ones themselves.
 
 from typing import Any, List
 
-from . import _learned, _relative, _rope, _sinusoidal, _vision  # noqa: F401 (each registers its executors)
+from . import _learned, _relative, _rope, _rope_nd, _sinusoidal, _vision  # noqa: F401 (each registers its executors)
 
 
 def _families() -> List[Any]:
     """The public family modules (imported when first needed: posenc/__init__ has loaded them by then)."""
     import posenc
 
-    return [posenc._sinusoidal, posenc._learned, posenc._rope, posenc._relative, posenc._vision]
+    return [posenc._sinusoidal, posenc._learned, posenc._rope, posenc._rope_nd, posenc._relative, posenc._vision]
 
 
 def _public_functions() -> List[str]:

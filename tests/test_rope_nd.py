@@ -1,0 +1,323 @@
+"""Rotary embeddings on several axes: apply_rope_nd, rope_nd_cos_sin, rope_axial_freqs.
+
+Checked against an independent float64 evaluation written pair by pair
+(``exact_nd``), against apply_rope (one axis is 1-D RoPE), against the
+NumPy reference (hypothesis over shapes, dtypes, strides, layouts, per-head
+and per-batch arguments) and, when installed, against diffusers' FLUX code.
+
+Tolerances are test_rope.py's: float32 results within 3·2^-24·|x| (plus half
+an ulp) of the float64 evaluation, the others within half an ulp of it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import posenc
+from posenc import reference as ref
+
+from helpers import FLOAT_DTYPES, assert_close_to_float64, eps, optional, rand, strided_view
+
+# ---------------------------------------------------------------- an independent float64 evaluation
+
+
+def exact_nd(x, coords, freqs, *, interleaved=False, seq_axis=-3, inverse=False):
+    """float64 multi-axis RoPE, pair by pair and token by token (no broadcasting tricks).
+
+    x [..., seq, heads, D] (or [..., heads, seq, D] for seq_axis=-2); coords [seq, axes] or [batch, seq, axes];
+    freqs [axes, pairs] or [heads, axes, pairs].
+    """
+    x = np.asarray(x, np.float64)
+    coords = np.asarray(coords, np.float64)
+    freqs = np.asarray(freqs, np.float64)
+    xs = np.moveaxis(x, x.ndim + seq_axis, 0)  # [seq, ...]
+    y = xs.copy()
+    pairs = freqs.shape[-1]
+    for t in range(xs.shape[0]):
+        for j in range(pairs):
+            a, b = (2 * j, 2 * j + 1) if interleaved else (j, j + pairs)
+            # θ for every element of y[t, ..., a]: depends on the batch (axis 0 of x) and the head.
+            theta = np.zeros(y[t][..., a].shape)
+            for idx in np.ndindex(theta.shape):
+                full = (t,) + idx  # index into xs without the last axis
+                orig = list(full[1:])
+                orig.insert(x.ndim + seq_axis, t)  # back to x's axis order
+                batch = orig[0] if coords.ndim == 3 and coords.shape[0] > 1 else 0
+                crow = coords[batch, t] if coords.ndim == 3 else coords[t]
+                if freqs.ndim == 3:
+                    head = orig[x.ndim - 2] if seq_axis == -3 else orig[x.ndim - 3]
+                    f = freqs[head]
+                else:
+                    f = freqs
+                theta[idx] = sum(crow[k] * f[k, j] for k in range(f.shape[0]))
+            c, s = np.cos(theta), np.sin(theta)
+            if inverse:
+                s = -s
+            u, v = xs[t][..., a], xs[t][..., b]
+            y[t][..., a] = u * c - v * s
+            y[t][..., b] = v * c + u * s
+    return np.moveaxis(y, 0, x.ndim + seq_axis)
+
+
+def check(got, x, exact):
+    """float32: 3·2^-24·max|x| + half an ulp; others: half an ulp (+ float64 slack) of the float64 result."""
+    x64 = np.asarray(x, np.float64)
+    if got.dtype == np.float32:
+        bound = 3 * 2.0**-24 * np.abs(x64).max(initial=0) * np.sqrt(2) + 0.5 * eps(np.float32) * np.abs(exact) + 1e-30
+        err = np.abs(got.astype(np.float64) - exact)
+        assert (err <= bound).all(), f"worst {err.max():.3g}"
+    else:
+        assert_close_to_float64(got, exact, 1e-12 * (1 + np.abs(x64).max(initial=0)))
+
+
+def grid(h, w, t=None):
+    """Coords of an h×w patch grid in row-major order ([h·w, 2], or [t·h·w, 3] with a time axis)."""
+    if t is None:
+        return np.stack(np.meshgrid(np.arange(h), np.arange(w), indexing="ij"), -1).reshape(-1, 2)
+    return np.stack(np.meshgrid(np.arange(t), np.arange(h), np.arange(w), indexing="ij"), -1).reshape(-1, 3)
+
+
+# ---------------------------------------------------------------- rope_axial_freqs
+
+
+def test_axial_freqs_closed_form():
+    f = posenc.rope_axial_freqs((16, 56, 56), base=10000.0)
+    assert f.shape == (3, 64) and f.dtype == np.float64
+    blocks = [(0, 8, 16), (8, 36, 56), (36, 64, 56)]
+    for a, (lo, hi, d) in enumerate(blocks):
+        want = np.array([10000.0 ** (-2 * i / d) for i in range(d // 2)])
+        np.testing.assert_allclose(f[a, lo:hi], want, rtol=1e-15)
+        assert (np.delete(f[a], np.arange(lo, hi)) == 0).all()
+
+
+def test_axial_freqs_one_axis_is_rope_inv_freq():
+    w, _ = posenc.rope_inv_freq(64, base=500000.0)
+    np.testing.assert_array_equal(posenc.rope_axial_freqs((64,), base=500000.0)[0], w)
+
+
+# ---------------------------------------------------------------- closed forms, on every ISA
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_against_exact(isa, dtype, interleaved):
+    x = rand(2, 12, 3, 20, dtype=dtype)  # 8 pairs rotate (2·8 ≤ 20), 4 features pass through
+    coords = grid(3, 4) * 1.0
+    coords[5] = (7.25, -3.5)  # fractional and negative ids
+    freqs = rand(2, 8).astype(np.float64)
+    got = posenc.apply_rope_nd(x, coords, freqs, interleaved=interleaved)
+    check(got, x, exact_nd(x, coords, freqs, interleaved=interleaved))
+    assert (got[..., 16:] == x[..., 16:]).all()
+
+
+@pytest.mark.parametrize("seq_axis", [-3, -2])
+def test_per_head_and_per_batch_against_exact(isa, seq_axis):
+    x = rand(2, 6, 3, 8) if seq_axis == -3 else rand(2, 3, 6, 8)
+    coords = np.stack([grid(2, 3), grid(2, 3)[::-1] * 5 + 1])
+    freqs = rand(3, 2, 4).astype(np.float64)  # [heads, axes, pairs]
+    for inverse in (False, True):
+        got = posenc.apply_rope_nd(x, coords, freqs, seq_axis=seq_axis, inverse=inverse)
+        check(got, x, exact_nd(x, coords, freqs, seq_axis=seq_axis, inverse=inverse))
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_one_axis_is_apply_rope(isa, interleaved):
+    x = rand(2, 40, 4, 64)
+    pos = np.arange(40) * 3 + 7
+    w, _ = posenc.rope_inv_freq(48, base=10000.0)
+    got = posenc.apply_rope_nd(x, pos[:, None], posenc.rope_axial_freqs((48,)), interleaved=interleaved)
+    want = posenc.apply_rope(x, pos, inv_freq=w, rotary_dim=48, interleaved=interleaved)
+    np.testing.assert_allclose(got, want, rtol=0, atol=3 * 2.0**-24 * np.abs(x).max() * 2)
+
+
+def test_zero_frequency_axis_is_identity(isa):
+    x = rand(1, 12, 2, 16)
+    coords = np.concatenate([grid(3, 4), np.full((12, 1), 1e6)], axis=1)  # a third axis with zero freqs
+    f3 = np.zeros((3, 8))
+    f3[:2] = posenc.rope_axial_freqs((8, 8))
+    f2 = posenc.rope_axial_freqs((8, 8))
+    np.testing.assert_array_equal(posenc.apply_rope_nd(x, coords, f3), posenc.apply_rope_nd(x, coords[:, :2], f2))
+    np.testing.assert_array_equal(posenc.apply_rope_nd(x, coords, np.zeros((3, 8))), x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_inverse_undoes(isa, dtype):
+    x = rand(2, 64, 4, 32, dtype=dtype)
+    coords = grid(8, 8) * 0.5
+    freqs = posenc.rope_axial_freqs((16, 16), base=100.0)
+    y = posenc.apply_rope_nd(x, coords, freqs)
+    back = posenc.apply_rope_nd(y, coords, freqs, inverse=True)
+    np.testing.assert_allclose(back, x, rtol=0, atol=8 * eps(dtype) * np.abs(x).max())
+
+
+def test_in_place_strided(isa):
+    buf = rand(2, 9, 3 * 16)  # a fused QKV buffer: rotate the K slice in place
+    k = buf.reshape(2, 9, 3, 16)[:, ::-1, 1:2, :]
+    coords = grid(3, 3)
+    freqs = posenc.rope_axial_freqs((8, 8))
+    orig = k.copy()
+    untouched = buf.reshape(2, 9, 3, 16)[:, :, [0, 2]].copy()
+    got = posenc.apply_rope_nd(k, coords, freqs, out=k)
+    assert got is k
+    check(k, orig, exact_nd(orig, coords, freqs))
+    np.testing.assert_array_equal(buf.reshape(2, 9, 3, 16)[:, :, [0, 2]], untouched)
+
+
+def test_cos_sin_closed_form(isa):
+    coords = np.array([[[0.0, 1.0], [2.5, -1.0]]])
+    freqs = np.array([[1.0, 0.0, 0.25], [0.0, 2.0, 1.0]])
+    c, s = posenc.rope_nd_cos_sin(coords, freqs, dtype=np.float64)
+    theta = np.array([[[0.0, 2.0, 1.0], [2.5, -2.0, 0.625 - 1.0]]])
+    np.testing.assert_allclose(c, np.cos(theta), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(s, np.sin(theta), rtol=0, atol=1e-15)
+    per_head = np.stack([freqs, 2 * freqs])
+    c, s = posenc.rope_nd_cos_sin(coords[0], per_head, dtype=np.float64)
+    assert c.shape == (2, 2, 3)
+    np.testing.assert_allclose(s[1], np.sin(2 * theta[0]), rtol=0, atol=1e-15)
+
+
+# ---------------------------------------------------------------- exactness at large and fractional coordinates
+
+
+def test_float32_exact_at_large_coords(isa):
+    """Coordinates up to 2^20 and fractional ids: float32 results within 3·2^-24·|x| of float64."""
+    rng = np.random.default_rng(3)
+    n = 256
+    coords = np.stack([rng.integers(0, 2**20, n), rng.integers(0, 2**20, n) + rng.random(n).round(3),
+                       np.full(n, 2**20)], -1).astype(np.float64)
+    freqs = posenc.rope_axial_freqs((16, 56, 56), base=10000.0)
+    x = rand(1, n, 2, 128)
+    got = posenc.apply_rope_nd(x, coords, freqs, interleaved=True)
+    exact = exact_nd(x, coords, freqs, interleaved=True)
+    err = np.abs(got.astype(np.float64) - exact)
+    # Per pair: 3·2^-24·sqrt(u² + v²) (cpp/src/rope.cpp), plus the final rounding.
+    x64 = x.astype(np.float64)
+    norm = np.sqrt(x64[..., 0::2] ** 2 + x64[..., 1::2] ** 2).repeat(2, -1)
+    assert (err <= 3 * 2.0**-24 * norm + 0.5 * eps(np.float32) * np.abs(exact) + 1e-30).all(), err.max()
+
+
+# ---------------------------------------------------------------- native against the reference
+
+
+@st.composite
+def nd_cases(draw):
+    dtype = draw(st.sampled_from(FLOAT_DTYPES))
+    seq_axis = draw(st.sampled_from([-3, -2]))
+    batch, seq, heads = draw(st.integers(1, 3)), draw(st.integers(0, 40)), draw(st.integers(1, 4))
+    axes, pairs = draw(st.integers(1, 4)), draw(st.integers(1, 9))
+    head_dim = 2 * pairs + draw(st.integers(0, 3))
+    per_head = draw(st.booleans())
+    batched = draw(st.booleans()) and batch > 1
+    shape = (batch, seq, heads, head_dim) if seq_axis == -3 else (batch, heads, seq, head_dim)
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(dtype)
+    if draw(st.booleans()):
+        x = strided_view(x, rng)
+    cshape = (batch, seq, axes) if batched else (seq, axes)
+    if draw(st.booleans()):
+        coords = rng.integers(-50, 1000, cshape).astype(draw(st.sampled_from([np.int32, np.int64, np.uint16])))
+        coords = np.abs(coords) if coords.dtype == np.uint16 else coords
+    else:
+        coords = rng.uniform(-100, 100, cshape).astype(draw(st.sampled_from([np.float32, np.float64])))
+    freqs = rng.uniform(-1, 1, (heads, axes, pairs) if per_head else (axes, pairs))
+    kw = dict(interleaved=draw(st.booleans()), seq_axis=seq_axis, inverse=draw(st.booleans()))
+    return x, coords, freqs, kw, draw(st.booleans())
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=nd_cases())
+def test_native_matches_reference(native_isa, case):
+    x, coords, freqs, kw, in_place = case
+    want = ref.apply_rope_nd(x, coords, freqs, **kw)
+    if in_place:
+        got = posenc.apply_rope_nd(x, coords, freqs, out=x, **kw)
+        assert got is x
+    else:
+        got = posenc.apply_rope_nd(x, coords, freqs, **kw)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert_near_reference(got, want, x, coords, freqs)
+
+
+def assert_near_reference(got, want, x, coords, freqs):
+    """Native within one rounding of the reference: float32 per the bound of cpp/src/rope.cpp; the others one ulp
+    (a float64 difference of the angles' trig, ~1e-16·|θ|, may flip a rounding) plus that difference."""
+    xmax = np.abs(np.asarray(x, np.float64)).max(initial=0)
+    tmax = np.abs(np.asarray(coords, np.float64)).max(initial=0) * np.abs(freqs).max(initial=0) * freqs.shape[-2]
+    w64 = want.astype(np.float64)
+    slack = (1e-14 + 8 * np.finfo(np.float64).eps * tmax) * (1 + 2 * xmax)
+    if got.dtype == np.float32:
+        tol = 3 * 2.0**-24 * 2 * xmax + eps(np.float32) * np.abs(w64) + slack
+    else:
+        tol = eps(got.dtype) * np.abs(w64) + slack
+    err = np.abs(got.astype(np.float64) - w64)
+    assert (err <= tol).all(), f"worst {err.max():.3g}"
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=nd_cases())
+def test_cos_sin_native_matches_reference(native_isa, case):
+    x, coords, freqs, kw, _ = case
+    dtype = x.dtype
+    got = posenc.rope_nd_cos_sin(coords, freqs, dtype=dtype)
+    want = ref.rope_nd_cos_sin(coords, freqs, dtype=dtype)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        # The same angles (up to the float64 rounding of the sum) rounded once: within an ulp of the reference.
+        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=0, atol=eps(dtype) + 1e-12)
+
+
+# ---------------------------------------------------------------- the peer: diffusers' FLUX code
+
+
+def test_flux_matches_diffusers(isa):
+    torch = optional("torch")
+    emb = optional("diffusers.models.embeddings")
+    if torch is None or emb is None:
+        pytest.skip("needs torch and diffusers")
+    from diffusers.models.transformers.transformer_flux import FluxPosEmbed
+
+    h, w, heads, txt = 6, 5, 2, 3
+    ids = torch.zeros(txt + h * w, 3, dtype=torch.float64)
+    ids[txt:, 1] = torch.arange(h).repeat_interleave(w).double()
+    ids[txt:, 2] = torch.arange(w).repeat(h).double()
+    cos, sin = FluxPosEmbed(theta=10000, axes_dim=[16, 56, 56])(ids)
+    x = torch.randn(1, heads, txt + h * w, 128, dtype=torch.float64)
+    want = emb.apply_rotary_emb(x, (cos, sin), use_real=True, use_real_unbind_dim=-1).numpy()
+    got = posenc.apply_rope_nd(x.numpy(), ids.numpy(), posenc.rope_axial_freqs((16, 56, 56)), interleaved=True,
+                               seq_axis=-2)
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6)
+
+
+# ---------------------------------------------------------------- the kernel's table source (apply_rope(cos=, sin=) builds on it)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_table_source_is_apply_rope(native_isa, interleaved, dtype):
+    """posenc._native.apply_rope_tables(_qk) with float64 tables of θ = p·ω rotates as apply_rope does."""
+    from posenc._backend import native
+
+    q, k = rand(2, 33, 4, 20, dtype=dtype), rand(2, 33, 2, 20, dtype=dtype)
+    pos = np.stack([np.arange(33) * 2 + 5, np.arange(33)[::-1]]).astype(np.float64)  # per batch
+    w, _ = posenc.rope_inv_freq(16, base=100.0)
+    theta = pos[..., None] * w  # [2, 33, 8]
+    scale = 1.5
+    for inverse in (False, True):
+        want_q, want_k = ref.apply_rope_qk(q, k, pos, inv_freq=w, rotary_dim=16, interleaved=interleaved,
+                                           attention_scaling=scale, inverse=inverse)
+        got = np.empty_like(q)
+        native.apply_rope_tables(q, got, 1, True, np.cos(theta), np.sin(theta), scale, interleaved, inverse)
+        assert_near_reference(got, want_q, q * scale, pos, w[None])
+        gq, gk = q.copy(), k.copy()
+        native.apply_rope_tables_qk(gq, gq, gk, gk, 1, True, np.cos(theta), np.sin(theta), scale, interleaved,
+                                    inverse)
+        assert_near_reference(gq, want_q, q * scale, pos, w[None])
+        assert_near_reference(gk, want_k, k * scale, pos, w[None])
+    with pytest.raises(ValueError, match="cos"):
+        native.apply_rope_tables(q, got, 1, True, np.cos(theta[:1]), np.sin(theta[:1]), 1.0, False, False)
+    with pytest.raises(ValueError, match="cos"):
+        native.apply_rope_tables(q, got, 1, True, np.cos(theta).astype(np.float32), np.sin(theta), 1.0, False, False)
