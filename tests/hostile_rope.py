@@ -321,8 +321,31 @@ def spec_apply_rope_qk() -> Spec:
     same = rand(2, 4, 3, 6)
     s.raises("k-is-q-in-place", ValueError, "overlaps", q=same, k=same, out_q=same)
     s.raises("out_k-is-q", ValueError, "overlaps", q=same, k=rand(2, 4, 3, 6), out_k=same)
+    xpos_cases(s)
     in_place_variants(s, {"q": "out_q", "k": "out_k"})
     return s
+
+
+def xpos_cases(s: Spec) -> None:
+    """apply_rope_qk's xPos arguments."""
+    for id, v, exc in [("zero", 0.0, VE), ("negative", -512.0, VE), ("nan", float("nan"), VE), ("inf", float("inf"), VE),
+                       ("str", "512", TE), ("bool", True, TE), ("array", np.ones(2), TE)]:
+        s.raises(f"xpos_scale_base-{id}", exc, "xpos_scale_base", xpos_scale_base=v)
+    for id, v, exc in [("nan", float("nan"), VE), ("inf", float("inf"), VE), ("str", "2", TE), ("none", None, TE)]:
+        s.raises(f"xpos_center-{id}", exc, "xpos_center", xpos_scale_base=512.0, xpos_center=v)
+    s.raises("xpos_center-without-xpos", VE, "xpos_center", xpos_center=2)
+    s.raises("xpos-and-cos-sin", VE, "xpos_scale_base", xpos_scale_base=512.0, cos=COS, sin=SIN)
+    s.raises("xpos-and-mrope", VE, "xpos_scale_base", xpos_scale_base=512.0, mrope_section=(1, 1, 1))
+    s.raises("xpos-overflow", VE, "xpos_center", xpos_scale_base=1.0, offset=10**6)
+    s.same("xpos-int-base", clean={"xpos_scale_base": 512.0}, xpos_scale_base=512, xpos_center=0)
+    s.same("xpos-numpy", clean={"xpos_scale_base": 8.0, "xpos_center": 2.0}, xpos_scale_base=np.float32(8),
+           xpos_center=np.int64(2))
+    s.same("xpos-offset-array", clean={"offset": 0, "positions": OFFSET_ROWS}, xpos_scale_base=8.0, xpos_center=50,
+           offset=OFFSETS)
+    s.same("xpos-mixed-dtypes", k=rand(2, 4, 1, 6).astype(np.float16), xpos_scale_base=8.0, xpos_center=1.5)
+    q2, k2 = rand(2, 4, 3, 6), rand(2, 4, 1, 6)
+    s.same("xpos-in-place", clean={"q": q2.copy(), "k": k2.copy()}, q=q2, k=k2, out_q=q2, out_k=k2,
+           xpos_scale_base=8.0, xpos_center=1.5)
 
 
 def spec_positions_from_cu_seqlens() -> Spec:
@@ -361,6 +384,8 @@ def spec_rotary_embedding() -> Spec:
     s.same("dim-odd-rotary_dim", dim=7, rotary_dim=4)
     s.raises("max_positions-negative", ValueError, "max_positions", max_positions=-1)
     s.raises("max_positions-float", TypeError, "max_positions", max_positions=2.5)
+    for id, v, exc in [("zero", 0.0, VE), ("nan", float("nan"), VE), ("str", "512", TE), ("bool", True, TE)]:
+        s.raises(f"xpos_scale_base-{id}", exc, "xpos_scale_base", xpos_scale_base=v)
     scaling_cases(s)
     _call_cases(s)
     _cos_sin_cases(s)
@@ -414,6 +439,14 @@ def _call_cases(s: Spec) -> None:
              Same(dict(q=q, k=k, positions=OFFSET_ROWS), name="apply_rope_qk"))
     s.custom("call-dynamic-offset-array", lambda api: api.RotaryEmbedding(6, scaling=DYNAMIC)(q, k, offset=OFFSETS),
              Same(dict(q=q, k=k, scaling={**DYNAMIC, "seq_len": 104}, positions=OFFSET_ROWS), name="apply_rope_qk"))
+    s.custom("call-xpos_center-without-xpos", lambda api: api.RotaryEmbedding(6)(q, k, xpos_center=1),
+             Raises(VE, "xpos_center"))
+    s.custom("call-xpos_center-nan", lambda api: api.RotaryEmbedding(6, xpos_scale_base=8)(q, k, xpos_center=np.nan),
+             Raises(VE, "xpos_center"))
+    s.custom("call-xpos", lambda api: api.RotaryEmbedding(6, xpos_scale_base=8)(q, k, offset=3, xpos_center=4),
+             Same(dict(q=q, k=k, offset=3, xpos_scale_base=8.0, xpos_center=4), name="apply_rope_qk"))
+    s.custom("call-xpos-yarn", lambda api: api.RotaryEmbedding(6, scaling=YARN, xpos_scale_base=8)(q, k, offset=5),
+             Same(dict(q=q, k=k, scaling=YARN, offset=5, xpos_scale_base=8.0), name="apply_rope_qk"))
     s.custom("call-yarn", lambda api: api.RotaryEmbedding(6, scaling=YARN)(q, k, offset=5),
              Same(dict(q=q, k=k, scaling=YARN, offset=5), name="apply_rope_qk"))
     s.custom("call-dynamic-long", lambda api: api.RotaryEmbedding(6, scaling=DYNAMIC)(q, k, offset=30),

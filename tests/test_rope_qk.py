@@ -233,3 +233,137 @@ def test_tables_against_transformers_phi_partial_and_gptj(isa):
                       x[..., 32:].double()], -1).numpy()
     got = posenc.apply_rope(x, cos=cos, sin=sin, rotary_dim=32, interleaved=True)
     check_rotation(got, x.double().numpy(), want, max_angle=0)
+
+
+# ---------------------------------------------------------------- xPos
+
+
+def exact_xpos(x, pos, inv_freq, scale_base, center, *, downscale, rotary_dim=None, interleaved=False, seq_axis=-3):
+    """float64 xPos written from the paper's definition: RoPE, then pair j (both of its features) times
+    ζ_j^(±(n − c)/scale_base), ζ_j = (2j + 0.4·d)/(1.4·d), d the rotated features."""
+    y = exact_rope(x, pos, inv_freq, rotary_dim=rotary_dim, interleaved=interleaved, seq_axis=seq_axis)
+    rd = x.shape[-1] if rotary_dim is None else rotary_dim
+    ys = np.moveaxis(y, y.ndim + seq_axis, -2)  # [..., seq, dim]
+    pos = np.asarray(pos, np.float64)
+    for j in range(rd // 2):
+        zeta = (2 * j + 0.4 * rd) / (1.4 * rd)
+        power = (pos - center) / scale_base * (-1 if downscale else 1)
+        f = zeta ** power  # [seq] or [batch, seq]
+        if f.ndim == 2:
+            f = f.reshape((f.shape[0],) + (1,) * (ys.ndim - 3) + (f.shape[1],))
+        for feature in ((2 * j, 2 * j + 1) if interleaved else (j, j + rd // 2)):
+            ys[..., feature] *= f
+    return np.moveaxis(ys, -2, y.ndim + seq_axis)
+
+
+@given(seq_axis=st.sampled_from([-3, -2]), batch_positions=st.booleans(), interleaved=st.booleans(),
+       extra=st.sampled_from([0, 2]), dtype=st.sampled_from(FLOAT_DTYPES), center=st.sampled_from([0, 7, 2.5, 3000]),
+       scale_base=st.sampled_from([512.0, 64.0]), seed=st.integers(0, 2**32 - 1))
+def test_xpos_against_its_definition(isa, seq_axis, batch_positions, interleaved, extra, dtype, center, scale_base,
+                                     seed):
+    rng = np.random.default_rng(seed)
+    shape = (2, 9, 3, 16 + extra) if seq_axis == -3 else (2, 3, 9, 16 + extra)
+    q = rng.uniform(-1, 1, shape).astype(dtype)
+    k = rng.uniform(-1, 1, shape[:-1] + (16,)).astype(dtype)
+    # within ±300 of the centre: ζ_0^(±300/64) stays within float16's range
+    pos = int(center) + rng.integers(-300, 300, (2, 9) if batch_positions else 9)
+    kw = dict(interleaved=interleaved, seq_axis=seq_axis, rotary_dim=16)
+    gq, gk = posenc.apply_rope_qk(q, k, pos, xpos_scale_base=scale_base, xpos_center=center, **kw)
+    w = posenc.rope_inv_freq(16)[0]
+    for got, x, down in ((gq, q, False), (gk, k, True)):
+        exact = exact_xpos(x, pos, w, scale_base, center, downscale=down, **kw)
+        largest = float(np.abs(exact).max() / max(np.abs(x.astype(np.float64)).max(), 1e-300))
+        check_rotation(got, x, exact, scale=max(largest, 1.0), max_angle=3300)
+
+
+def test_xpos_scores_decay_with_distance_only(isa):
+    """<q'_m, k'_n> = Σ_j ζ_j^((m − n)/scale_base)·(rotated pair products): shifting both positions, or the
+    centre, leaves the scores; without xPos they are the plain RoPE scores times nothing."""
+    rng = np.random.default_rng(6)
+    q = rng.standard_normal((1, 6, 1, 32))
+    k = rng.standard_normal((1, 6, 1, 32))
+    def scores(offset, center):
+        a, b = posenc.apply_rope_qk(q, k, offset=offset, xpos_scale_base=64.0, xpos_center=center)
+        return a[0, :, 0] @ b[0, :, 0].T
+    base = scores(0, 0)
+    np.testing.assert_allclose(scores(0, 3), base, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(scores(1000, 1003), base, rtol=1e-9, atol=1e-9)
+    # q = k = a single pair (1, 0): the score is ζ_0^((m − n)/64)·cos((m − n)·ω_0)
+    e = np.zeros((1, 6, 1, 2))
+    e[..., 0] = 1
+    a, b = posenc.apply_rope_qk(e, e, xpos_scale_base=64.0, xpos_center=2)
+    m = np.arange(6)
+    np.testing.assert_allclose(a[0, :, 0] @ b[0, :, 0].T, (0.4 / 1.4) ** ((m[:, None] - m) / 64) * np.cos(m[:, None] - m),
+                               rtol=1e-12, atol=1e-15)
+
+
+def test_xpos_against_rotary_embedding_torch(isa):
+    """rotary-embedding-torch's use_xpos (interleaved pairs, its first ``dim`` features, centre seq_len // 2)
+    through apply_rope_qk and RotaryEmbedding; its module in float64 with its own float32 frequencies."""
+    torch = pytest.importorskip("torch")
+    ret = pytest.importorskip("rotary_embedding_torch")
+    rot = ret.RotaryEmbedding(dim=32, use_xpos=True, xpos_scale_base=64).double()
+    # Its ζ buffer is computed in float32 (rounded by ~3e-8): the same formula in float64 to compare closely.
+    assert torch.allclose(rot.scale.float(), (torch.arange(0, 32, 2) + 0.4 * 32) / (1.4 * 32), rtol=1e-7)
+    rot.scale = (torch.arange(0, 32, 2, dtype=torch.float64) + 0.4 * 32) / (1.4 * 32)
+    rng = np.random.default_rng(7)
+    for seq in (25, 24):  # odd: seq // 2 differs from torchscale's ceil
+        q = torch.from_numpy(rng.standard_normal((2, 3, seq, 48)))  # [batch, heads, seq, head_dim]
+        k = torch.from_numpy(rng.standard_normal((2, 3, seq, 48)))
+        hq, hk = (t.numpy() for t in rot.rotate_queries_and_keys(q, k))
+        kw = dict(rotary_dim=32, interleaved=True, seq_axis=-2, xpos_scale_base=64, xpos_center=seq // 2)
+        gq, gk = posenc.apply_rope_qk(q.float(), k.float(), inv_freq=rot.freqs.detach().double(), **kw)
+        np.testing.assert_allclose(gq, hq, rtol=0, atol=3e-6)
+        np.testing.assert_allclose(gk, hk, rtol=0, atol=3e-6)
+        np.testing.assert_allclose(posenc.apply_rope_qk(q, k, inv_freq=rot.freqs.detach().double(), **kw)[0], hq,
+                                   rtol=0, atol=1e-12)
+        rope = posenc.RotaryEmbedding(48, rotary_dim=32, interleaved=True, xpos_scale_base=64)
+        mq, mk = rope(q, k, seq_axis=-2, xpos_center=seq // 2)
+        np.testing.assert_allclose(mq, hq, rtol=0, atol=1e-5)  # float64 vs its float32-rounded frequencies
+        np.testing.assert_allclose(mk, hk, rtol=0, atol=1e-5)
+
+
+def torchscale_xpos(x, head_dim, scale_base=512, offset=0, downscale=False):
+    """torchscale's XPOS.forward transcribed (microsoft/torchscale, torchscale/component/xpos_relative_position.py
+    at 776b070d68aef2aca447dc3e1adb64682fbec126), evaluated in float64. x: [batch·heads, length, head_dim]."""
+    import torch
+    scale_vec = (torch.arange(0, head_dim, 2, dtype=torch.float64) + 0.4 * head_dim) / (1.4 * head_dim)
+    length = x.shape[1]
+    min_pos = -(length + offset) // 2
+    max_pos = length + offset + min_pos
+    scale = scale_vec ** torch.arange(min_pos, max_pos, 1, dtype=torch.float64).div(scale_base)[:, None]
+    seq_len, dim = scale.shape  # fixed_pos_embedding(scale)
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, dtype=torch.float64) / dim))
+    inp = torch.einsum("i , j -> i j", torch.arange(0, seq_len, dtype=torch.float64), inv_freq)
+    sin, cos = torch.sin(inp), torch.cos(inp)
+    if scale.shape[0] > length:
+        scale, sin, cos = scale[-length:], sin[-length:], cos[-length:]
+    if downscale:
+        scale = 1 / scale
+    sin, cos = (torch.repeat_interleave(t * scale, 2, dim=-1) for t in (sin, cos))  # duplicate_interleave
+    x1, x2 = x[:, :, ::2], x[:, :, 1::2]
+    rotated = torch.stack((-x2, x1), dim=-1).flatten(-2)  # rotate_every_two
+    return x * cos + rotated * sin
+
+
+def test_xpos_against_torchscale(isa):
+    """torchscale's XPOS: queries scaled up, keys down, centre ceil(T/2) of the T = cached + new positions;
+    its decoding step (one query at offset T − 1, every key re-scaled) too."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(8)
+    T = 21
+    q = torch.from_numpy(rng.standard_normal((6, T, 32)))  # [batch·heads, length, head_dim]
+    k = torch.from_numpy(rng.standard_normal((6, T, 32)))
+    center = -(-T // 2)  # ceil(T / 2)
+    gq, gk = posenc.apply_rope_qk(q, k, interleaved=True, seq_axis=-2, xpos_scale_base=512, xpos_center=center)
+    np.testing.assert_allclose(gq, torchscale_xpos(q, 32), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(gk, torchscale_xpos(k, 32, downscale=True), rtol=0, atol=1e-12)
+    # decoding: the new query at position T − 1, offset T − 1
+    step = q[:, -1:]
+    want = torchscale_xpos(step, 32, offset=T - 1)
+    got, _ = posenc.apply_rope_qk(step, step, offset=T - 1, interleaved=True, seq_axis=-2, xpos_scale_base=512,
+                                  xpos_center=center)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    got32, _ = posenc.apply_rope_qk(q.float(), k.float(), interleaved=True, seq_axis=-2, xpos_scale_base=512,
+                                    xpos_center=center)
+    check_rotation(got32, q.numpy(), torchscale_xpos(q, 32).numpy(), scale=1.1, max_angle=0)

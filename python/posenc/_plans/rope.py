@@ -693,10 +693,12 @@ def rotation(x: np.ndarray, out: Any, params: RopeParams, name: str = "x", out_n
     return RopeRotation(x, params, _checks.out_target(out, x.shape, x.dtype, [(x, name)], name=out_name))
 
 
-def rotation_qk(q: np.ndarray, k: np.ndarray, params: RopeParams, *, out_q: Any, out_k: Any) -> RopeRotationQK:
-    """Both operands' plans; every argument of both checked before anything is written."""
+def rotation_qk(q: np.ndarray, k: np.ndarray, params: RopeParams, *, out_q: Any, out_k: Any,
+                params_k: Optional[RopeParams] = None) -> RopeRotationQK:
+    """Both operands' plans (k by ``params_k`` when given: xPos); every argument of both checked before
+    anything is written."""
     pq = rotation(q, out_q, params, "q", "out_q")
-    pk = rotation(k, out_k, params, "k", "out_k")
+    pk = rotation(k, out_k, params if params_k is None else params_k, "k", "out_k")
     # Each out may be its own input, not the other operand nor the other out (one pass writes both).
     oq, ok = (None if p.out is None else p.out.array for p in (pq, pk))
     for a, a_name, b, b_name in ((oq, "out_q", k, "k"), (ok, "out_k", q, "q"), (oq, "out_q", ok, "out_k")):
@@ -710,3 +712,51 @@ def cos_sin(positions: Optional[np.ndarray], n: int, *, inv_freq: np.ndarray, sc
     """The plan of cos/sin tables of checked positions (:func:`posenc._checks.positions`) and frequencies."""
     _checks.result_size((n, inv_freq.shape[0]), dtype, "the table")
     return RopeCosSin(positions, n, inv_freq, scale, dtype)
+
+
+# ------------------------------------------------------------------ xPos
+
+
+def xpos_zeta(rotary_dim: int) -> np.ndarray:
+    """xPos's per-pair base ζ_j = (2j + 0.4·rotary_dim) / (1.4·rotary_dim), float64 [rotary_dim / 2]
+    (Sun et al. 2022, "A Length-Extrapolatable Transformer"; torchscale's ``XPOS.scale``)."""
+    return (np.arange(0, rotary_dim, 2, dtype=np.float64) + 0.4 * rotary_dim) / (1.4 * rotary_dim)
+
+
+def xpos_args(scale_base: Any, center: Any) -> Optional[Tuple[float, float]]:
+    """``(scale_base, center)`` checked, or None when xPos is off (then ``center`` must be left at 0)."""
+    if scale_base is None:
+        if not (isinstance(center, (int, float, np.integer, np.floating)) and not isinstance(center, bool)
+                and center == 0):
+            raise ValueError(f"xpos_center needs xpos_scale_base (xPos is off), got xpos_center={center!r}")
+        return None
+    return _checks.real(scale_base, "xpos_scale_base", positive=True), _checks.real(center, "xpos_center")
+
+
+def xpos_rotations(params: RopeParams, seq: int, scale_base: float, center: float) -> Tuple[RopeParams, RopeParams]:
+    """q's and k's rotations under xPos: tables ``cos θ·ζ^e``, ``sin θ·ζ^e`` for q and ``ζ^−e`` for k,
+    e = (n − center)/scale_base at position n, θ = n·ω; angles and scales in float64 (rounded once by the
+    rotation). <R q_m ζ^(m−c), R k_n ζ^−(n−c)> then decays as ζ^((m − n)/scale_base), whatever c."""
+    if params.tables is not None:
+        raise ValueError("give either xpos_scale_base or cos and sin, not both (xPos needs the positions)")
+    if params.pair_axis is not None:
+        raise ValueError("xpos_scale_base does not combine with mrope_section (which position would scale?)")
+    if params.positions is None:
+        n = (params.start + np.arange(seq, dtype=np.float64))[None]  # [1, seq]
+    else:
+        n = params.positions[0]  # [groups, seq]
+    theta = n[..., None] * params.inv_freq  # [groups, seq, half]
+    log_zeta = np.log(xpos_zeta(params.rotary_dim))
+    with np.errstate(over="ignore", under="ignore"):  # refused below
+        up = np.exp((n[..., None] - center) / scale_base * log_zeta)  # ζ_j^((n − c)/scale_base)
+        down = np.exp(-(n[..., None] - center) / scale_base * log_zeta)
+    if up.size and not (np.isfinite(up).all() and np.isfinite(down).all() and (up > 0).all() and (down > 0).all()):
+        far = float(np.abs(n - center).max())
+        raise ValueError(f"xpos_center: positions {far:g} away from the centre {center:g} make ζ^((n − c)/xpos_scale_base) "
+                         f"overflow float64 (scale base {scale_base:g}); centre the positions")
+    c, s = np.cos(theta), np.sin(theta)
+    grouped = n.shape[0] != 1
+    common = dict(positions=None, start=0.0, grouped=grouped)
+    q = params._replace(tables=(np.ascontiguousarray(c * up), np.ascontiguousarray(s * up)), **common)
+    k = params._replace(tables=(np.ascontiguousarray(c * down), np.ascontiguousarray(s * down)), **common)
+    return q, k
