@@ -53,4 +53,4 @@ assert gomp and all("posenc.libs" in path for path in gomp), gomp
 PY
 "$tmp/venv/bin/posenc" info >/dev/null
 "$tmp/venv/bin/posenc" compare --length 64 --dim 16 --only sinusoidal
-"$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider tests --hypothesis-profile=default
+"$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider tests --hypothesis-profile=default -m "not slow"

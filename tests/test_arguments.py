@@ -243,6 +243,7 @@ def test_hostile(case: Case, backend_name: str) -> None:
                     assert_same(np.asarray(value), want, "out")
 
 
+@pytest.mark.slow
 def test_a_public_function_without_cases_fails_the_suite():
     """Add a function to posenc.__all__ without a spec (in a subprocess): the table must fail."""
     import os

@@ -97,6 +97,7 @@ def test_compare_computes_the_properties():
     assert deberta.min_dist_beyond == 0  # far distances share log buckets
 
 
+@pytest.mark.slow
 def test_compare_prints_a_table_and_json():
     r = posenc_cmd("compare", "--length", "64", "--dim", "16")
     assert r.returncode == 0, r.stderr
@@ -112,6 +113,7 @@ def test_compare_prints_a_table_and_json():
     assert "| triangle waves |" in md and "|---|" in md
 
 
+@pytest.mark.slow
 def test_plot_writes_pngs(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     written: List[Path] = []
@@ -143,6 +145,7 @@ def test_plot_refuses_a_spectrum_for_a_non_rotary_kind(tmp_path):
     assert r.returncode == 2 and "rotary" in r.stderr
 
 
+@pytest.mark.slow
 def test_bench_runs_and_reports_every_column():
     r = posenc_cmd("bench", "--quick", "--repeat", "1", "--only", "sinusoidal [")
     assert r.returncode == 0, r.stderr
@@ -152,6 +155,7 @@ def test_bench_runs_and_reports_every_column():
     assert "% of fill" in row
 
 
+@pytest.mark.slow
 def test_bench_progress_goes_to_stderr():
     import io
 

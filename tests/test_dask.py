@@ -426,6 +426,7 @@ def cluster_client():
         yield client
 
 
+@pytest.mark.slow
 def test_distributed_worker_processes(cluster_client):
     rng = np.random.default_rng(7)
     x = data((3, 77, 4, 8), np.float32)

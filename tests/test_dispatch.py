@@ -145,6 +145,7 @@ def test_default_path_is_the_widest_the_cpu_has():
     assert default == widest
 
 
+@pytest.mark.slow
 @requires_native
 def test_bench_isa_axis_runs_every_path_in_its_own_process():
     """`posenc bench --isa all` times each path the CPU has, and the default, in child processes."""

@@ -105,6 +105,7 @@ LEAK_ERRORS = [
 ]
 
 
+@pytest.mark.slow
 def test_no_leaks_across_ten_thousand_calls():
     calls = [c for n, c in LEAK_CALLS.items() if n in posenc.__all__]
     got = _run(_HELPERS + f"""

@@ -26,7 +26,7 @@ from .._backend import native
 from .._checks import Out
 from .._plans.relative import (AlibiAdd, AlibiBias, DebertaBucketBlock, DistanceGrid,
                                RelativeEmbeddings, RelativePositions, T5Bias, T5BiasAdd, T5BucketBlock, T5Bucketing,
-                               T5BucketOf, deberta_values)
+                               T5BucketOf, deberta_values, t5_ties)
 from .._rounding import round_once
 from ._memory import aligned, write
 
@@ -73,7 +73,8 @@ def _t5_thresholds(kernel: Callable[[int, int, int], np.ndarray], half: int, max
 
 
 def _buckets(distance: np.ndarray, t5: T5Bucketing) -> np.ndarray:
-    """int32 buckets of int64 distances (within ±2**62): exact ones as they are, larger ones by a search."""
+    """int32 buckets of int64 distances (within ±2**62): exact ones as they are, larger ones by a search
+    (the exact bucket at whole-number ties)."""
     direction: Any  # an array of offsets, or 0
     if t5.bidirectional:
         n = np.abs(distance)
@@ -82,7 +83,8 @@ def _buckets(distance: np.ndarray, t5: T5Bucketing) -> np.ndarray:
         n = -np.minimum(distance, 0)
         direction = 0
     thresholds = _t5_thresholds(native.t5_thresholds, t5.half, t5.max_exact, t5.max_distance)
-    large = t5.max_exact + np.searchsorted(thresholds, n, side="right")
+    large = t5_ties(t5.half, t5.max_exact, t5.max_distance).apply(
+        n, t5.max_exact + np.searchsorted(thresholds, n, side="right"))
     buckets: np.ndarray = (np.where(n < t5.max_exact, n, large) + direction).astype(np.int32)
     return buckets
 

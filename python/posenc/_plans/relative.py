@@ -116,6 +116,43 @@ def t5_distances(value: Any, name: str = "relative_position") -> np.ndarray:
     return clipped
 
 
+class Ties(NamedTuple):
+    """Distance magnitudes (sorted; int64, or uint64 for DeBERTa's up to 2**63) whose exact bucket is a whole
+    number, and that bucket."""
+
+    distances: np.ndarray
+    buckets: np.ndarray
+
+    def apply(self, magnitude: np.ndarray, buckets: np.ndarray) -> np.ndarray:
+        """``buckets`` (of the same shape as ``magnitude``) with the exact bucket at every tie."""
+        if not self.distances.size:
+            return buckets
+        i = np.minimum(np.searchsorted(self.distances, magnitude), self.distances.size - 1)
+        return np.where(self.distances[i] == magnitude, self.buckets[i], buckets)
+
+
+def _ties(pairs: Any, limit: int, dtype: Any = np.int64) -> Ties:
+    kept = [(n, b) for n, b in pairs if n <= limit]
+    ties = Ties(np.array([n for n, _ in kept], dtype), np.array([b for _, b in kept], np.int64))
+    ties.distances.flags.writeable = ties.buckets.flags.writeable = False
+    return ties
+
+
+@functools.lru_cache(maxsize=256)
+def t5_ties(half: int, max_exact: int, max_distance: int) -> Ties:
+    """Magnitudes n (max_exact < n < max_distance) whose exact T5 value ``log(n / max_exact) / log(max_distance /
+    max_exact) · (half - max_exact)`` is a whole number t, with their bucket ``max_exact + t`` before the
+    direction offset (from ``max_distance`` on, every value is clamped to ``half - 1`` anyway).
+
+    There the float32 chain hinges on the last bit of the float32 log (a
+    correctly rounded log gives t - 1; MKL's, which PyTorch uses on some
+    CPUs, gives t), so posenc takes the exact value (issue 15): the one
+    answer that does not depend on the platform's log.
+    """
+    pairs = power_ties(max_exact, fractions.Fraction(max_distance, max_exact), half - max_exact)
+    return _ties(((n, max_exact + t) for n, t in pairs), max_distance - 1)
+
+
 # ---------------------------------------------------------------- DeBERTa
 
 # DeBERTa's float32 chain resolves no more buckets than float32 has integers (mid - 1 and mid exact).
@@ -209,6 +246,12 @@ def deberta_ties(mid: int, max_position: int) -> Tuple[Tuple[int, int], ...]:
     return tuple((n, mid + t) for n, t in ties)
 
 
+@functools.lru_cache(maxsize=256)
+def deberta_tie_table(mid: int, max_position: int) -> Ties:
+    """:func:`deberta_ties` as arrays (uint64 magnitudes up to 2**63, as :func:`deberta_values` sees them)."""
+    return _ties(deberta_ties(mid, max_position), 2**63, np.uint64)
+
+
 def deberta_magnitude_buckets(magnitude: np.ndarray, p: DebertaBucketing) -> np.ndarray:
     """int64 log buckets ``mid + ceil(...)`` of uint64 magnitudes > mid: DeBERTa's float32 chain.
 
@@ -218,10 +261,8 @@ def deberta_magnitude_buckets(magnitude: np.ndarray, p: DebertaBucketing) -> np.
         ceil(log(float32(n) / mid) / float32(log(float32((max_position - 1) / mid))) * (mid - 1)) + mid
 
     with the correctly rounded float32 logarithm (the float64 log of the
-    float32 argument, rounded once). No exact-value rule at whole numbers
-    (:func:`deberta_ties`): there Transformers follows its float32 chain too
-    (``ceil`` of a float32 value just above the exact integer gives the next
-    bucket), and posenc must agree with it.
+    float32 argument, rounded once). :func:`deberta_values` then puts the
+    exact bucket at the whole-number distances (:func:`deberta_ties`).
     """
     x = magnitude.astype(np.float32) / np.float32(p.mid)
     log_x = np.log(x.astype(np.float64)).astype(np.float32)
@@ -231,14 +272,22 @@ def deberta_magnitude_buckets(magnitude: np.ndarray, p: DebertaBucketing) -> np.
 
 
 def deberta_values(relative_position: np.ndarray, p: DebertaBucketing) -> np.ndarray:
-    """int64 DeBERTa buckets of int64 relative positions (query minus key), any shape."""
+    """int64 DeBERTa buckets of int64 relative positions (query minus key), any shape.
+
+    The float32 chain (:func:`deberta_magnitude_buckets`), except at the
+    distances whose exact value is a whole number (:func:`deberta_ties`):
+    there the chain's ``ceil`` hinges on the last bit of the float32 log (a
+    correctly rounded log usually lands just above the integer and takes the
+    next bucket) and posenc takes the exact bucket, as for T5.
+    """
     d = relative_position.astype(np.int64, copy=True)
     if p.mid == 0:
         return d
     magnitude = np.abs(d).astype(np.uint64)  # |INT64_MIN| wraps to itself, which is 2**63 as uint64
     far = magnitude > p.mid
     if far.any():
-        buckets = deberta_magnitude_buckets(magnitude[far], p)
+        m = magnitude[far]
+        buckets = deberta_tie_table(p.mid, p.max_position).apply(m, deberta_magnitude_buckets(m, p))
         d[far] = np.where(d[far] < 0, -buckets, buckets)
     return d
 

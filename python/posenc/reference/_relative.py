@@ -18,7 +18,7 @@ from .. import _api
 from .._checks import Out
 from .._plans.relative import (AlibiAdd, AlibiBias, DebertaBucketBlock, RelativeEmbeddings,
                                RelativePositions, T5Bias, T5BiasAdd, T5BucketBlock, T5Bucketing, T5BucketOf,
-                               deberta_values)
+                               deberta_values, t5_ties)
 from .._rounding import round_once
 
 
@@ -34,9 +34,9 @@ def t5_bucket_values(distance: np.ndarray, p: T5Bucketing) -> np.ndarray:
     every operation rounded to float32 as PyTorch does (the Python-float
     divisor becomes a float32 scalar), truncated toward zero, clamped to
     ``half - 1``. The float32 logarithm is the correctly rounded one (float64
-    log of the float32 argument, rounded once): PyTorch's vectorised log is
-    not always correctly rounded, but it agrees with this on every bucket the
-    parity tests enumerate.
+    log of the float32 argument, rounded once). At the distances whose exact
+    value is a whole number (:func:`t5_ties`) the chain hinges on the log's
+    last bit and the exact bucket is taken instead.
     """
     d = distance.astype(np.int64, copy=False)
     buckets = np.zeros(d.shape, np.int64)
@@ -51,7 +51,7 @@ def t5_bucket_values(distance: np.ndarray, p: T5Bucketing) -> np.ndarray:
         log_x = np.log(x.astype(np.float64)).astype(np.float32)
         scaled = log_x / np.float32(math.log(p.max_distance / me)) * np.float32(p.half - me)
         large = me + np.where(n < me, 0, scaled).astype(np.int64)
-    large = np.minimum(large, p.half - 1)
+    large = t5_ties(p.half, me, p.max_distance).apply(n, np.minimum(large, p.half - 1))
     return (buckets + np.where(n < me, n, large)).astype(np.int32)
 
 
