@@ -648,15 +648,16 @@ def caller_tables(cos: Any, sin: Any, operands: Sequence[Tuple[np.ndarray, str]]
                                  f"{name} has shape {x.shape} with the sequence on axis {x.ndim + seq_axis}")
     result = []
     for t, name in tables:
-        t64 = t.reshape(groups, seq, width).astype(np.float64)
-        if width != half:  # each pair's value twice: keep one, after checking they agree
-            one, two = (t64[..., 0::2], t64[..., 1::2]) if interleaved else (t64[..., :half], t64[..., half:])
-            if not np.array_equal(one, two, equal_nan=True):
+        t3 = t.reshape(groups, seq, width)
+        if width != half:  # each pair's value twice: keep one, after checking the copies agree bit for bit
+            one, two = (t3[..., 0::2], t3[..., 1::2]) if interleaved else (t3[..., :half], t3[..., half:])
+            bits = np.dtype(f"u{t.itemsize}")  # exact copies; integer compares are fast for every float dtype
+            if not np.array_equal(one.view(bits), two.view(bits)):
                 dup = "repeat_interleave(c, 2, -1)" if interleaved else "cat((c, c), -1)"
                 raise ValueError(f"{name} has rotary_dim = {rotary_dim} columns but its two values of a pair differ "
                                  f"(expected {dup}, the {'interleaved' if interleaved else 'NeoX'} pairing)")
-            t64 = one
-        t64 = np.ascontiguousarray(t64)
+            t3 = one
+        t64 = np.array(t3, dtype=np.float64, order="C")  # a copy: never the caller's memory (out may alias it)
         if t64.size and not np.isfinite(t64).all():
             raise ValueError(f"{name} must be finite (found NaN or infinity)")
         result.append(t64)
