@@ -367,3 +367,20 @@ def test_xpos_against_torchscale(isa):
     got32, _ = posenc.apply_rope_qk(q.float(), k.float(), interleaved=True, seq_axis=-2, xpos_scale_base=512,
                                     xpos_center=center)
     check_rotation(got32, q.numpy(), torchscale_xpos(q, 32).numpy(), scale=1.1, max_angle=0)
+
+
+def test_tensors_that_require_grad_in_the_new_arguments(isa):
+    """cos/sin, offset arrays' operands and xPos operands from tensors that require grad: read, not refused."""
+    torch = pytest.importorskip("torch")
+    q = torch.randn(2, 5, 4, 16, requires_grad=True)
+    c, s = posenc.rope_cos_sin(5, 16, dtype=np.float64)
+    ct, st = (torch.from_numpy(t).requires_grad_(True) for t in (c, s))
+    qn = q.detach().numpy()
+    np.testing.assert_array_equal(posenc.apply_rope(q, cos=ct, sin=st), posenc.apply_rope(qn, cos=c, sin=s))
+    np.testing.assert_array_equal(posenc.apply_rope(q, offset=torch.tensor([3, 9])),
+                                  posenc.apply_rope(qn, offset=np.array([3, 9])))
+    got = posenc.apply_rope_qk(q, q, xpos_scale_base=torch.tensor(512.0).item(), xpos_center=2)
+    want = posenc.apply_rope_qk(qn, qn, xpos_scale_base=512.0, xpos_center=2)
+    np.testing.assert_array_equal(got[0], want[0])
+    with pytest.raises(ValueError, match="out_k"):
+        posenc.apply_rope_qk(q.detach(), q, xpos_scale_base=512.0, out_k=q)
