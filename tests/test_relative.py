@@ -136,10 +136,11 @@ def t5_exact_bucket(bidirectional, nb, md, d):
     me = half // 2
     n = abs(d) if bidirectional else max(-d, 0)
     direction = half if bidirectional and d > 0 else 0
-    for c in range(1, half - me):  # from max_distance on (c >= half - me) every bucket is clamped to half - 1
-        if exact_boundary(bidirectional, nb, md, n, direction + me + c):
-            return direction + me + c
-    return None
+    if n <= me or n >= md:  # exact buckets, or from max_distance on every bucket is clamped to half - 1
+        return None
+    c = round(math.log(n / me) / math.log(md / me) * (half - me))  # the only candidate; checked exactly
+    return direction + me + c if 0 < c < half - me and exact_boundary(bidirectional, nb, md, n, direction + me + c) \
+        else None
 
 
 def test_t5_ties_are_the_whole_number_distances():
