@@ -81,6 +81,18 @@ void apply(py::array x, py::array out, py::ssize_t seq_axis, bool grouped, std::
     kernel(args, &a.op, 1);
 }
 
+// Checked q and k (same groups and rows) rotated by args in one kernel call.
+void rotate_pair(const RopeArgs& args, const Operand& a, const Operand& b, DType dt, std::int64_t elements) {
+    RopeOperand ops[2];
+    int n = 0;
+    if (!a.x.empty()) ops[n++] = a.op;
+    if (!b.x.empty()) ops[n++] = b.op;
+    if (n == 0) return;
+    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
+    const ReleaseGil release(elements);
+    kernel(args, ops, n);
+}
+
 // q and k in one pass: each row's cos/sin serve the heads of both.
 void apply_qk(py::array q, py::array out_q, py::array k, py::array out_k, py::ssize_t seq_axis, bool grouped,
               std::optional<py::array> positions, double start, py::array inv_freq,
@@ -92,14 +104,7 @@ void apply_qk(py::array q, py::array out_q, py::array k, py::array out_k, py::ss
         throw std::invalid_argument("q and k must have the same batch and seq length");
     const RopeArgs args = args_of(a.x, positions, start, inv_freq, pair_axis, scale, interleaved, inverse);
     if (2 * args.half > b.x.cols()) throw std::invalid_argument("rotary_dim does not fit k's head_dim");
-    RopeOperand ops[2];
-    int n = 0;
-    if (!a.x.empty()) ops[n++] = a.op;
-    if (!b.x.empty()) ops[n++] = b.op;
-    if (n == 0) return;
-    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
-    const ReleaseGil release(out_q.size() + out_k.size());
-    kernel(args, ops, n);
+    rotate_pair(args, a, b, dt, out_q.size() + out_k.size());
 }
 
 // A float64, C-contiguous array of exactly `shape`; ValueError naming `name` otherwise.
@@ -176,14 +181,7 @@ void apply_tables_qk(py::array q, py::array out_q, py::array k, py::array out_k,
         throw std::invalid_argument("q and k must have the same batch and seq length");
     const RopeArgs args = table_args(a.x, cos, sin, scale, interleaved, inverse);
     if (2 * args.half > b.x.cols()) throw std::invalid_argument("the tables' pairs do not fit k's head_dim");
-    RopeOperand ops[2];
-    int n = 0;
-    if (!a.x.empty()) ops[n++] = a.op;
-    if (!b.x.empty()) ops[n++] = b.op;
-    if (n == 0) return;
-    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
-    const ReleaseGil release(out_q.size() + out_k.size());
-    kernel(args, ops, n);
+    rotate_pair(args, a, b, dt, out_q.size() + out_k.size());
 }
 
 // cos/sin [rows, half] of coords [rows, axes] and freqs [axes, half], contiguous, of one dtype.
