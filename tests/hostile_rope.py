@@ -34,10 +34,28 @@ BAD_SCALINGS = [
     ("type-not-str", {"type": 3, "factor": 2.0}, VE, "rope_type"),
     ("types-disagree", {"type": "linear", "rope_type": "yarn", "factor": 2.0}, VE, "disagree"),
     ("unknown-key", {"type": "linear", "factor": 2.0, "fctor": 3.0}, VE, "'fctor'"),
-    ("rope_theta-disagrees", {"type": "linear", "factor": 2.0, "rope_theta": 500000.0}, VE, "rope_theta"),
-    ("partial_rotary_factor", {"type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}, VE,
+    ("rope_theta-one", {"type": "linear", "factor": 2.0, "rope_theta": 1.0}, VE, "rope_theta"),
+    ("rope_theta-nan", {"type": "linear", "factor": 2.0, "rope_theta": float("nan")}, VE, "rope_theta"),
+    ("rope_theta-negative", {"type": "linear", "factor": 2.0, "rope_theta": -10.0}, VE, "rope_theta"),
+    ("rope_theta-str", {"type": "linear", "factor": 2.0, "rope_theta": "1e4"}, VE, "rope_theta"),
+    # int(6 * 0.5) = 3 rotated features: odd.
+    ("partial_rotary_factor-odd", {"type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}, VE,
      "partial_rotary_factor"),
-    ("mrope_section-inside", {"type": "default", "mrope_section": [1, 1, 1]}, VE, "mrope_section"),
+    ("partial_rotary_factor-zero", {"type": "default", "partial_rotary_factor": 0.0}, VE, "partial_rotary_factor"),
+    ("partial_rotary_factor-tiny", {"type": "default", "partial_rotary_factor": 0.1}, VE, "partial_rotary_factor"),
+    ("partial_rotary_factor-above-1", {"type": "default", "partial_rotary_factor": 1.5}, VE, "partial_rotary_factor"),
+    ("partial_rotary_factor-str", {"type": "default", "partial_rotary_factor": "0.5"}, VE, "partial_rotary_factor"),
+    ("proportional-factor-zero", {"rope_type": "proportional", "factor": 0.0}, VE, "'factor'"),
+    ("proportional-partial-nan", {"rope_type": "proportional", "partial_rotary_factor": float("nan")}, VE,
+     "partial_rotary_factor"),
+    ("proportional-unknown-key", {"rope_type": "proportional", "low_freq_factor": 1.0}, VE, "low_freq_factor"),
+    ("mrope_section-inside-wrong-sum", {"type": "mrope", "mrope_section": [1, 1, 2]}, VE, "mrope_section"),
+    ("mrope_section-inside-two", {"type": "mrope", "mrope_section": [1, 2]}, VE, "mrope_section"),
+    ("mrope_interleaved-inside-str", {"mrope_section": [1, 1, 1], "mrope_interleaved": "yes"}, VE,
+     "mrope_interleaved"),
+    ("mrope-and-other-type-disagree", {"type": "mrope", "rope_type": "quadratic"}, VE, "rope_type"),
+    ("per-layer-type-dict", {"sliding_attention": {"rope_type": "default"},
+                             "full_attention": {"rope_type": "linear", "factor": 8.0}}, VE, "per-layer-type"),
     ("missing-factor", {"type": "linear"}, VE, "'factor'"),
     ("factor-nan", {"type": "linear", "factor": float("nan")}, VE, "'factor'"),
     ("factor-inf", {"type": "linear", "factor": float("inf")}, VE, "'factor'"),
@@ -76,6 +94,17 @@ def scaling_cases(s: Spec, arg: str = "scaling") -> None:
            **{arg: {"rope_type": "linear", "factor": 2.0}})
     s.same(f"{arg}-numpy-factor", clean={arg: {"type": "linear", "factor": 2.0}},
            **{arg: {"type": "linear", "factor": np.float32(2.0)}})
+    # Transformers v5 rope_parameters: rope_theta sets the base unless base is passed (then they must agree).
+    s.raises(f"{arg}-rope_theta-disagrees", VE, "rope_theta", base=10000.0,
+             **{arg: {"type": "linear", "factor": 2.0, "rope_theta": 500000.0}})
+    s.same(f"{arg}-rope_theta-sets-base", clean={arg: {"type": "linear", "factor": 2.0}, "base": 500000.0},
+           **{arg: {"rope_type": "linear", "factor": 2.0, "rope_theta": 500000.0}})
+    s.same(f"{arg}-rope_theta-agrees", clean={arg: {"type": "linear", "factor": 2.0}, "base": 500000.0},
+           base=500000.0, **{arg: {"rope_type": "linear", "factor": 2.0, "rope_theta": 500000.0}})
+    s.same(f"{arg}-proportional-full", clean={arg: {"type": "default"}},
+           **{arg: {"rope_type": "proportional", "partial_rotary_factor": 1.0, "factor": 1.0}})
+    s.same(f"{arg}-qwen2-vl-raw-no-section", clean={arg: None, "base": 1e6},
+           **{arg: {"type": "mrope", "rope_type": "default", "rope_theta": 1e6}})
 
 
 def in_place_variants(s: Spec, pairs: Dict[str, str]) -> None:
@@ -264,6 +293,7 @@ def spec_rotary_embedding() -> Spec:
     scaling_cases(s)
     _call_cases(s)
     _cos_sin_cases(s)
+    _from_config_cases(s)
     return s
 
 
@@ -374,6 +404,87 @@ def _cos_sin_cases(s: Spec) -> None:
          dict(positions=np.array([3, 40]), scaling={**LONGROPE, "seq_len": 41})),
     ]:
         s.custom(f"cos_sin-{id}", cos_sin(ctor, **kw), Same({"dim": 6, **clean}, name="rope_cos_sin"))
+
+
+class _NotADictConfig:
+    def to_dict(self) -> List[Any]:
+        return [("head_dim", 6)]
+
+
+def _from_config_cases(s: Spec) -> None:
+    """``RotaryEmbedding.from_config(config, layer_type=, max_positions=)``: bad configs are named errors;
+    good ones rotate as apply_rope_qk with the arguments the config stands for."""
+    theta = {"rope_theta": 1e4}
+    per_layer = {"head_dim": 6, "layer_types": ["sliding_attention", "full_attention"],
+                 "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+                                     "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}}}
+    for id, config, kw, exc, match in [
+        ("str", "llama", {}, TE, "config"),
+        ("int", 3, {}, TE, "config"),
+        ("to_dict-not-a-dict", _NotADictConfig(), {}, TE, "to_dict"),
+        ("no-rope", {"hidden_size": 12, "num_attention_heads": 2}, {}, VE, "rotary"),
+        ("no-head_dim", theta, {}, VE, "head_dim"),
+        ("head_dim-zero", {"head_dim": 0, **theta}, {}, VE, "head_dim"),
+        ("head_dim-str", {"head_dim": "6", **theta}, {}, VE, "head_dim"),
+        ("head_dim-float", {"head_dim": 6.0, **theta}, {}, VE, "head_dim"),
+        ("head_dim-odd", {"head_dim": 5, **theta}, {}, VE, "dim"),
+        ("num_attention_heads-zero", {"hidden_size": 12, "num_attention_heads": 0, **theta}, {}, VE,
+         "num_attention_heads"),
+        ("rope_parameters-list", {"head_dim": 6, "rope_parameters": [("rope_type", "default")]}, {}, VE,
+         "rope_parameters"),
+        ("rope_theta-nan", {"head_dim": 6, "rope_theta": float("nan")}, {}, VE, "rope_theta"),
+        ("rope_theta-one", {"head_dim": 6, "rope_parameters": {"rope_type": "default", "rope_theta": 1}}, {}, VE,
+         "rope_theta"),
+        ("rope_type-unknown", {"head_dim": 6, "rope_parameters": {"rope_type": "quadratic"}}, {}, VE, "rope_type"),
+        ("rope_key-unknown", {"head_dim": 6, "rope_parameters": {"rope_type": "linear", "factor": 2, "fctor": 3}},
+         {}, VE, "fctor"),
+        ("per-layer-without-layer_type", per_layer, {}, VE, "layer_type"),
+        ("per-layer-unknown-layer_type", per_layer, {"layer_type": "global"}, VE, "layer_type"),
+        ("layer_type-not-in-layer_types", {"head_dim": 6, "layer_types": ["full_attention"], **theta},
+         {"layer_type": "sliding_attention"}, VE, "layer_type"),
+        ("nope-layer", {**per_layer, "rope_parameters": {**per_layer["rope_parameters"], "full_attention": None}},
+         {"layer_type": "full_attention"}, VE, "no rotary"),
+        ("dynamic-without-max_position_embeddings",
+         {"head_dim": 6, "rope_parameters": {"rope_type": "dynamic", "factor": 2.0}}, {}, VE,
+         "max_position_embeddings"),
+        ("yarn-without-lengths", {"head_dim": 6, "rope_parameters": {"rope_type": "yarn", "factor": 2.0}}, {}, VE,
+         "original_max_position_embeddings"),
+        ("mrope-section-wrong-sum", {"model_type": "qwen2_vl", "head_dim": 6, **theta}, {}, VE, "mrope_section"),
+        ("partial-odd", {"head_dim": 6, "partial_rotary_factor": 0.5, **theta}, {}, VE, "partial_rotary_factor"),
+        ("rotary_dim-too-big", {"model_type": "gptj", "n_embd": 12, "n_head": 2, "rotary_dim": 8}, {}, VE,
+         "rotary_dim"),
+        ("max_positions-negative", {"head_dim": 6, **theta}, {"max_positions": -1}, VE, "max_positions"),
+    ]:
+        s.custom(f"from_config-{id}", lambda api, c=config, k=kw: api.RotaryEmbedding.from_config(c, **k),
+                 Raises(exc, match))
+    q, k = rand(2, 4, 2, 6), rand(2, 4, 1, 6)
+    pos3 = np.arange(24).reshape(3, 2, 4) % 5
+    for id, config, kw, call, plain in [
+        ("rope_parameters", {"head_dim": 6, "rope_parameters": {"rope_type": "linear", "factor": 2.0,
+                                                                "rope_theta": 5e5}}, {}, dict(offset=3),
+         dict(base=5e5, scaling={"type": "linear", "factor": 2.0}, offset=3)),
+        ("raw-rope_scaling", {"hidden_size": 12, "num_attention_heads": 2, "rope_theta": 5e5,
+                              "rope_scaling": {"type": "linear", "factor": 2.0}}, {}, dict(offset=3),
+         dict(base=5e5, scaling={"type": "linear", "factor": 2.0}, offset=3)),
+        ("gptj", {"model_type": "gptj", "n_embd": 12, "n_head": 2, "rotary_dim": 4}, {}, dict(offset=1),
+         dict(rotary_dim=4, interleaved=True, offset=1)),
+        ("dynamic", {"head_dim": 6, "max_position_embeddings": 16, "rope_parameters": {"rope_type": "dynamic",
+                                                                                     "factor": 2.0}}, {},
+         dict(offset=30), dict(scaling={**DYNAMIC, "seq_len": 34}, offset=30)),
+        ("per-layer", per_layer, {"layer_type": "full_attention"}, dict(offset=2),
+         dict(base=1e6, scaling={"type": "linear", "factor": 8.0}, offset=2)),
+        ("qwen2-vl", {"model_type": "qwen2_vl", "head_dim": 6,
+                      "rope_parameters": {"type": "mrope", "mrope_section": [1, 1, 1], "rope_theta": 1e6,
+                                          "rope_type": "default"}}, {}, dict(positions=pos3),
+         dict(base=1e6, mrope_section=(1, 1, 1), positions=pos3)),
+        ("qwen3-vl", {"model_type": "qwen3_vl_text", "head_dim": 6,
+                      "rope_parameters": {"rope_type": "default", "mrope_section": [1, 1, 1]}}, {},
+         dict(positions=pos3), dict(mrope_section=(1, 1, 1), mrope_interleaved=True, positions=pos3)),
+        ("max_positions", {"head_dim": 6, **theta}, {"max_positions": 8}, dict(offset=2), dict(offset=2)),
+    ]:
+        s.custom(f"from_config-{id}",
+                 lambda api, c=config, kk=kw, cl=call: api.RotaryEmbedding.from_config(c, **kk)(q, k, **cl),
+                 Same(dict(q=q, k=k, **plain), name="apply_rope_qk"))
 
 
 SPECS: Dict[str, Callable[[], Spec]] = {

@@ -117,41 +117,95 @@ def test_rotary_embedding_torch():
                                rot.rotate_queries_or_keys(qs, seq_dim=-3).numpy(), atol=ATOL)
 
 
-def _llama_config(scaling=None):
+def _llama_config(rope_parameters):
+    """A real transformers config object, built as a checkpoint is loaded (its rope dict standardised by it)."""
     from transformers import LlamaConfig
 
-    kwargs = dict(hidden_size=256, num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=2048)
-    config = LlamaConfig(**kwargs)
-    params = {"rope_type": "default", "rope_theta": 10000.0}
-    if scaling:
-        params.update(scaling)
-    config.rope_parameters = params
-    return config
+    return LlamaConfig(hidden_size=256, num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=2048,
+                       num_hidden_layers=1, intermediate_size=32, vocab_size=32,
+                       rope_parameters=dict(rope_parameters))
 
 
-@pytest.mark.parametrize("scaling", [None, {"rope_type": "linear", "factor": 4.0},
-                                     {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048},
-                                     {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                                      "high_freq_factor": 4.0, "original_max_position_embeddings": 512}])
-def test_hugging_face_rotary(scaling):
-    needs("rope_inv_freq", "rope_cos_sin", "apply_rope_qk")
+@pytest.mark.parametrize("rope_parameters", [
+    {"rope_type": "default", "rope_theta": 10000.0},
+    {"rope_type": "default", "rope_theta": 500000.0},
+    {"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0},
+    {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048, "rope_theta": 1e6},
+    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+     "original_max_position_embeddings": 512, "rope_theta": 500000.0},
+    {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}])
+def test_hugging_face_rotary(rope_parameters):
+    """The rows as written: config.rope_parameters (transformers 5 has no config.rope_theta) and from_config."""
+    needs("rope_inv_freq", "rope_cos_sin", "apply_rope_qk", "RotaryEmbedding")
     llama = pytest.importorskip("transformers.models.llama.modeling_llama")
-    config = _llama_config(scaling)
+    config = _llama_config(rope_parameters)
+    assert "rope_theta" in config.rope_parameters
     emb = llama.LlamaRotaryEmbedding(config)
     head_dim = 64
-    inv_freq, attention = posenc.rope_inv_freq(head_dim, base=10000.0, scaling=scaling)
-    np.testing.assert_allclose(inv_freq, emb.inv_freq.double().numpy(), rtol=1e-6)
-    assert attention == pytest.approx(emb.attention_scaling, rel=1e-6)
+    rope = posenc.RotaryEmbedding.from_config(config)
+    assert rope.dim == head_dim
     q, k = torch.randn(2, 4, 40, head_dim), torch.randn(2, 4, 40, head_dim)
     position_ids = torch.arange(40)[None].expand(2, 40)
     cos, sin = emb(q, position_ids)
-    pcos, psin = posenc.rope_cos_sin(position_ids[0], head_dim, base=10000.0, scaling=scaling)
+    eq, ek = llama.apply_rotary_pos_emb(q, k, cos, sin)
+    np.testing.assert_allclose(rope.inv_freq, emb.inv_freq.double().numpy(), rtol=1e-6)
+    assert rope.attention_scaling == pytest.approx(emb.attention_scaling, rel=1e-6)
+    pcos, psin = rope.cos_sin(position_ids[0])
     np.testing.assert_allclose(pcos, cos[0, :, : head_dim // 2].numpy(), atol=ATOL)
     np.testing.assert_allclose(psin, sin[0, :, : head_dim // 2].numpy(), atol=ATOL)
-    eq, ek = llama.apply_rotary_pos_emb(q, k, cos, sin)
-    gq, gk = posenc.apply_rope_qk(q, k, position_ids, base=10000.0, scaling=scaling, seq_axis=-2)
+    gq, gk = rope(q, k, position_ids, seq_axis=-2)
     np.testing.assert_allclose(gq, eq.numpy(), atol=ATOL * 4)
     np.testing.assert_allclose(gk, ek.numpy(), atol=ATOL * 4)
+    if config.rope_parameters["rope_type"] == "dynamic":  # transformers reads its length beside the dict
+        return
+    inv_freq, attention = posenc.rope_inv_freq(head_dim, scaling=config.rope_parameters)
+    np.testing.assert_array_equal(inv_freq, rope.inv_freq)
+    assert attention == rope.attention_scaling
+    pcos2, psin2 = posenc.rope_cos_sin(position_ids[0], head_dim, scaling=config.rope_parameters)
+    np.testing.assert_array_equal(pcos2, pcos)
+    np.testing.assert_array_equal(psin2, psin)
+    gq2, gk2 = posenc.apply_rope_qk(q, k, position_ids, scaling=config.rope_parameters, seq_axis=-2)
+    np.testing.assert_array_equal(gq2, gq)
+    np.testing.assert_array_equal(gk2, gk)
+
+
+def test_hugging_face_partial_and_mrope_rows():
+    """Phi's partial_rotary_factor and Qwen2-VL's M-RoPE, from the real config objects."""
+    needs("apply_rope", "RotaryEmbedding")
+    pytest.importorskip("transformers")
+    from transformers import PhiConfig, Qwen2VLConfig
+    from transformers.models.phi import modeling_phi as phi
+    from transformers.models.qwen2_vl import modeling_qwen2_vl as qvl
+
+    config = PhiConfig(hidden_size=256, num_attention_heads=4, num_hidden_layers=1, intermediate_size=32,
+                       vocab_size=32, partial_rotary_factor=0.5)
+    emb = phi.PhiRotaryEmbedding(config)
+    q, k = torch.randn(1, 4, 30, 64), torch.randn(1, 4, 30, 64)
+    pid = torch.arange(30)[None]
+    cos, sin = emb(q, pid)
+    rd = cos.shape[-1]
+    eq_r, ek_r = phi.apply_rotary_pos_emb(q[..., :rd], k[..., :rd], cos, sin)
+    eq = torch.cat([eq_r, q[..., rd:]], -1)
+    np.testing.assert_allclose(posenc.apply_rope(q, pid[0], scaling=config.rope_parameters, seq_axis=-2), eq.numpy(),
+                               atol=ATOL * 4)
+    gq, gk = posenc.RotaryEmbedding.from_config(config)(q, k, pid[0], seq_axis=-2)
+    np.testing.assert_allclose(gq, eq.numpy(), atol=ATOL * 4)
+    np.testing.assert_allclose(gk, torch.cat([ek_r, k[..., rd:]], -1).numpy(), atol=ATOL * 4)
+
+    config = Qwen2VLConfig(text_config=dict(hidden_size=128, num_attention_heads=2, num_key_value_heads=1,
+                                            num_hidden_layers=1, intermediate_size=32, vocab_size=32,
+                                            rope_scaling={"type": "mrope", "mrope_section": [8, 12, 12]},
+                                            rope_theta=1e6))
+    emb = qvl.Qwen2VLRotaryEmbedding(config.text_config)
+    q, k = torch.randn(1, 2, 30, 64), torch.randn(1, 1, 30, 64)
+    pos = torch.from_numpy(np.random.default_rng(0).integers(0, 100, (3, 1, 30)))
+    cos, sin = emb(q, pos)
+    eq, ek = qvl.apply_rotary_pos_emb(q, k, cos, sin)
+    gq, gk = posenc.RotaryEmbedding.from_config(config)(q, k, pos, seq_axis=-2)
+    np.testing.assert_allclose(gq, eq.numpy(), atol=ATOL * 4)
+    np.testing.assert_allclose(gk, ek.numpy(), atol=ATOL * 4)
+    gq2 = posenc.apply_rope(q, pos, scaling=config.text_config.rope_parameters, seq_axis=-2)
+    np.testing.assert_array_equal(gq2, gq)
 
 
 def test_hugging_face_t5_and_alibi():

@@ -19,16 +19,16 @@ import numpy as np
 
 from . import _checks
 from ._api import entry
-from ._plans.rope import (SEQ_DEPENDENT, RopeCosSin, RopeParams, RopeRotationQK, cos_sin, normalise_scaling,
-                          positions_from_cu_seqlens, rope_inv_freq, rope_params, rotation, rotation_qk,
-                          scheme_frequencies)
+from ._plans.rope import (DEFAULT_BASE, SEQ_DEPENDENT, RopeCosSin, RopeParams, RopeRotationQK, _pair_axes,
+                          config_rotary, cos_sin, parse_scaling, positions_from_cu_seqlens, rope_inv_freq, rope_params, rotation,
+                          rotation_qk, scheme_frequencies)
 
 __all__ = ["RotaryEmbedding", "apply_rope", "apply_rope_qk", "positions_from_cu_seqlens", "rope_cos_sin",
            "rope_inv_freq"]
 
 
 @entry
-def rope_cos_sin(positions: Any, dim: int, *, base: float = 10000.0, scaling: Any = None,
+def rope_cos_sin(positions: Any, dim: int, *, base: float = DEFAULT_BASE, scaling: Any = None,
                  dtype: Any = np.float32) -> Tuple[Any, Any]:
     """The cos and sin tables of RoPE, times the scheme's attention scaling.
 
@@ -63,7 +63,7 @@ def rope_cos_sin(positions: Any, dim: int, *, base: float = 10000.0, scaling: An
 
 
 @entry
-def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling: Any = None, inv_freq: Any = None,
+def apply_rope(x: Any, positions: Any = None, *, base: float = DEFAULT_BASE, scaling: Any = None, inv_freq: Any = None,
                attention_scaling: Any = None, rotary_dim: Any = None, interleaved: bool = False, seq_axis: int = -3,
                offset: int = 0, inverse: bool = False, mrope_section: Any = None, mrope_interleaved: bool = False,
                out: Any = None) -> Any:
@@ -145,7 +145,7 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling:
 
 
 @entry
-def apply_rope_qk(q: Any, k: Any, positions: Any = None, *, base: float = 10000.0, scaling: Any = None,
+def apply_rope_qk(q: Any, k: Any, positions: Any = None, *, base: float = DEFAULT_BASE, scaling: Any = None,
                   inv_freq: Any = None, attention_scaling: Any = None, rotary_dim: Any = None,
                   interleaved: bool = False, seq_axis: int = -3, offset: int = 0, inverse: bool = False,
                   mrope_section: Any = None, mrope_interleaved: bool = False, out_q: Any = None,
@@ -208,7 +208,10 @@ class RotaryEmbedding:
         head_dim of q and k.
     base, scaling
         As in :func:`rope_inv_freq` (``rope_theta`` and ``rope_scaling`` of a
-        model config). ``"dynamic"`` and ``"longrope"`` frequencies follow the
+        model config, or a Transformers v5 ``rope_parameters`` dict as it is, whose
+        ``rope_theta`` sets the base, ``partial_rotary_factor`` the rotary_dim and
+        ``mrope_section``/``mrope_interleaved`` the M-RoPE layout; see
+        :meth:`from_config` for a whole config). ``"dynamic"`` and ``"longrope"`` frequencies follow the
         sequence length of each call (the largest position + 1, as Hugging
         Face's ``dynamic_rope_update``): recomputed when it changes, so the
         result never depends on earlier calls.
@@ -222,6 +225,10 @@ class RotaryEmbedding:
         rotary_dim/2] (built on first use); positions beyond are computed,
         never clipped. ``__call__`` never reads the tables: the fused kernel
         computes a row's trig at a cost below that of reading it from memory.
+    mrope_section, mrope_interleaved
+        M-RoPE as in :func:`apply_rope` (Qwen2/2.5/3-VL): ``__call__`` then takes
+        positions ``[3, seq]`` or ``[3, batch, seq]``; :meth:`cos_sin` serves
+        1-D positions (text tokens, equal on every axis).
 
     Attributes
     ----------
@@ -240,24 +247,114 @@ class RotaryEmbedding:
     ((1, 3, 4, 64), (1, 3, 1, 64))
     """
 
-    def __init__(self, dim: int, *, base: float = 10000.0, scaling: Any = None, rotary_dim: Any = None,
-                 interleaved: bool = False, max_positions: Any = None) -> None:
+    def __init__(self, dim: int, *, base: float = DEFAULT_BASE, scaling: Any = None, rotary_dim: Any = None,
+                 interleaved: bool = False, max_positions: Any = None,
+                 mrope_section: Any = None, mrope_interleaved: bool = False) -> None:
         self.dim = _checks.integer(dim, "dim", minimum=1)
         self.rotary_dim = self.dim if rotary_dim is None else _checks.even_dim(rotary_dim, "rotary_dim")
         if self.rotary_dim % 2:
             raise ValueError(f"dim must be even when rotary_dim is not given, got {self.dim}")
         if self.rotary_dim > self.dim:
             raise ValueError(f"rotary_dim must be <= dim = {self.dim}, got {self.rotary_dim}")
-        self.base = _checks.base(base)
         self.interleaved = _checks.boolean(interleaved, "interleaved")
         self.max_positions = None if max_positions is None else _checks.integer(max_positions, "max_positions", minimum=0)
         if scaling is not None and not isinstance(scaling, Mapping):  # dict("linear") raised an unnamed ValueError
             raise TypeError(f"scaling must be None or a dict, got {type(scaling).__name__}")
         self.scaling: Optional[Dict[str, Any]] = None if scaling is None else dict(scaling)
-        self._kind, self._params = normalise_scaling(self.scaling, self.base)
+        parsed = parse_scaling(self.scaling, base)
+        self.base, self._kind, self._params = parsed.base, parsed.kind, parsed.params
+        if parsed.partial is not None and parsed.kind != "proportional":
+            partial = parsed.rotary_dim(self.dim)
+            if rotary_dim is not None and partial != self.rotary_dim:
+                raise ValueError(f"rotary_dim = {self.rotary_dim} and scaling['partial_rotary_factor'] = "
+                                 f"{parsed.partial} (int({self.dim} * {parsed.partial}) = {partial}) disagree: "
+                                 "give one of them")
+            self.rotary_dim = partial
+        section = parsed.mrope_section if mrope_section is None else mrope_section
+        if mrope_section is not None and parsed.mrope_section is not None and \
+                [int(v) for v in mrope_section] != [int(v) for v in parsed.mrope_section]:
+            raise ValueError(f"mrope_section = {tuple(mrope_section)} disagrees with scaling['mrope_section'] = "
+                             f"{tuple(parsed.mrope_section)}")
+        mrope_interleaved = _checks.boolean(mrope_interleaved, "mrope_interleaved") or bool(parsed.mrope_interleaved)
+        _pair_axes(section, mrope_interleaved, self.rotary_dim // 2)  # checked once, here
+        self.mrope_section: Optional[Tuple[int, ...]] = None if section is None else tuple(int(v) for v in section)
+        self.mrope_interleaved = mrope_interleaved
         self._seq_len: Optional[int] = None
         self.inv_freq, self.attention_scaling = scheme_frequencies(self.rotary_dim, self.base, self._kind, self._params)
         self._tables: Optional[Tuple[np.ndarray, np.ndarray]] = None
+
+    @classmethod
+    def from_config(cls, config: Any, *, layer_type: Any = None, max_positions: Any = None) -> "RotaryEmbedding":
+        """The rotary embedding of a Hugging Face transformers model, read from its config.
+
+        Parameters
+        ----------
+        config : transformers config or dict
+            A ``PreTrainedConfig`` (read through ``config.to_dict()``), its dict, or a
+            checkpoint's ``config.json`` (older names too: ``rope_scaling``, ``n_embd``,
+            ``n_head``, ``rotary_pct``, ``rotary_emb_base``). A vision-language config is
+            read through its ``text_config``. Read:
+
+            - head dim: ``qk_rope_head_dim`` (DeepSeek's MLA), else ``head_dim``, else
+              ``hidden_size // num_attention_heads``;
+            - ``rope_parameters`` (or ``rope_scaling``) as :func:`rope_inv_freq`'s
+              ``scaling``, ``rope_theta`` (in it or beside it; default 10000),
+              ``partial_rotary_factor`` (in it or beside it) → ``rotary_dim``, GPT-J's
+              ``rotary_dim``;
+            - ``max_position_embeddings``: dynamic NTK's original length (as
+              transformers reads it), and ``original_max_position_embeddings`` of
+              llama3/yarn/longrope when absent (Phi-3's top-level value first), and
+              ``factor`` of yarn/longrope when absent (their ratio);
+            - M-RoPE: ``mrope_section`` (Qwen2/2.5-VL default (16, 24, 24); Qwen3-VL
+              (24, 20, 20), interleaved), ``mrope_interleaved``;
+            - GPT-J pairing (``interleaved=True``) for GPT-J, CodeGen, Cohere and configs
+              with ``rope_interleave`` (DeepSeek-V3: its ``apply_rotary_pos_emb_interleave``
+              returns the rotated pairs de-interleaved, first members then second members;
+              posenc leaves each pair in place, so ``q·k`` is the same).
+        layer_type : str, optional
+            Which entry of a per-layer-type ``rope_parameters`` (Gemma 3/4:
+            ``"sliding_attention"``, ``"full_attention"``); required there. Gemma 4's
+            per-layer head dims (``per_layer_config``) are honoured.
+        max_positions : int, optional
+            As in the constructor.
+
+        Returns
+        -------
+        RotaryEmbedding
+
+        Raises
+        ------
+        TypeError
+            ``config`` neither a config nor a dict.
+        ValueError
+            A config without rotary parameters or head dim, a per-layer-type config without
+            ``layer_type`` (or an unknown one), and every bad value the constructor refuses
+            (naming its key).
+
+        Notes
+        -----
+        Transformers' dynamic NTK keeps the frequencies of the longest sequence seen
+        until a call shorter than ``max_position_embeddings``; posenc's follow each
+        call's own length (the same for a fresh model and any single call).
+
+        Examples
+        --------
+        >>> import numpy as np, posenc
+        >>> config = {"model_type": "phi", "hidden_size": 256, "num_attention_heads": 4,
+        ...           "max_position_embeddings": 2048, "rope_parameters": {"rope_type": "default",
+        ...           "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}
+        >>> rope = posenc.RotaryEmbedding.from_config(config)
+        >>> rope.dim, rope.rotary_dim, rope.base
+        (64, 32, 10000.0)
+        >>> gemma = {"hidden_size": 64, "num_attention_heads": 2, "head_dim": 32,
+        ...          "layer_types": ["sliding_attention", "full_attention"],
+        ...          "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        ...                              "full_attention": {"rope_type": "linear", "factor": 8.0,
+        ...                                                 "rope_theta": 1000000.0}}}
+        >>> posenc.RotaryEmbedding.from_config(gemma, layer_type="full_attention").base
+        1000000.0
+        """
+        return cls(**config_rotary(config, layer_type), max_positions=max_positions)
 
     def _at_length(self, seq_len: int) -> None:
         """Frequencies of a sequence-dependent scheme at ``seq_len`` (recomputed when it changes)."""
@@ -292,7 +389,8 @@ class RotaryEmbedding:
         params = rope_params(((qa, "q"), (ka, "k")), positions=positions, offset=offset, base=self.base, scaling=None,
                              inv_freq=self.inv_freq, attention_scaling=self.attention_scaling,
                              rotary_dim=self.rotary_dim, interleaved=self.interleaved, seq_axis=seq_axis,
-                             inverse=inverse, mrope_section=None, mrope_interleaved=False)
+                             inverse=inverse, mrope_section=self.mrope_section,
+                             mrope_interleaved=self.mrope_interleaved)
         if self._kind in SEQ_DEPENDENT:
             self._at_length(_last_position(params, qa.shape[seq_axis]) + 1)
             params = params._replace(inv_freq=self.inv_freq, scale=self.attention_scaling)

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
@@ -76,6 +76,23 @@ ANCHOR_ROWS = 32
 _limits = threading.local()
 _controller: List[Any] = []
 
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_LAZY_RESULT = """    out : None
+        Not supported (a lazy result): store it with ``dask.array.store``.
+
+    Returns
+    -------
+    dask.array.Array of """
+
+
+def _lazy_doc(fn: F) -> F:
+    """Fill the docstring's ``__LAZY_RESULT__ <what>`` line: the ``out`` and ``Returns`` sections every lazy
+    function shares."""
+    fn.__doc__ = (fn.__doc__ or "").replace("__LAZY_RESULT__ ", _LAZY_RESULT)
+    return fn
 
 def _one_thread(run: Callable[[], Any]) -> Any:
     """``run()`` with OpenMP limited to one thread in the calling thread only (see the module docstring)."""
@@ -184,6 +201,7 @@ def _row_chunks(chunks: Any, n: int, dim: int, dtype: np.dtype) -> Tuple[int, ..
     return tuple(min(step, n - r) for r in range(0, n, step)) or (0,)
 
 
+@_lazy_doc
 def sinusoidal(
     positions: Any,
     dim: int,
@@ -205,12 +223,7 @@ def sinusoidal(
     chunks : int, tuple of int or "auto"
         Rows per block, or each block's rows (summing to ``n``), or "auto"
         (Dask's ``array.chunk-size``). The feature axis is always one chunk.
-    out : None
-        Not supported (a lazy result): store it with ``dask.array.store``.
-
-    Returns
-    -------
-    dask.array.Array of shape [n, dim] and dtype ``dtype``
+__LAZY_RESULT__ shape [n, dim] and dtype ``dtype``
 
     Examples
     --------
@@ -246,6 +259,7 @@ def sinusoidal(
     return da.map_blocks(block, chunks=(rows, (dim,)), dtype=dt, meta=np.empty((0, 0), dt))
 
 
+@_lazy_doc
 def add_sinusoidal(
     x: Any,
     *,
@@ -269,12 +283,7 @@ def add_sinusoidal(
     offset, positions, base, interleaved, scale
         As in :func:`posenc.add_sinusoidal` (``positions``: None, an int or a
         1-D array_like of ``seq`` entries; a dask array is computed first).
-    out : None
-        Not supported (a lazy result): store it with ``dask.array.store``.
-
-    Returns
-    -------
-    dask.array.Array of x's shape and dtype
+__LAZY_RESULT__ x's shape and dtype
 
     Examples
     --------
@@ -376,6 +385,7 @@ def _rope_positions(positions: Any, xd: Any, seq_ax: int, mrope: bool) -> Any:
     return ext[tuple(index)]
 
 
+@_lazy_doc
 def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling: Any = None, inv_freq: Any = None,
                attention_scaling: Any = None, rotary_dim: Any = None, interleaved: bool = False, seq_axis: int = -3,
                offset: int = 0, inverse: bool = False, mrope_section: Any = None, mrope_interleaved: bool = False,
@@ -399,12 +409,7 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling:
     base, scaling, inv_freq, attention_scaling, rotary_dim, interleaved, seq_axis, offset, inverse, \
 mrope_section, mrope_interleaved
         As in :func:`posenc.apply_rope`.
-    out : None
-        Not supported (a lazy result): store it with ``dask.array.store``.
-
-    Returns
-    -------
-    dask.array.Array of x's shape and dtype
+__LAZY_RESULT__ x's shape and dtype
 
     Examples
     --------
@@ -474,6 +479,7 @@ mrope_section, mrope_interleaved
 
 # ---------------------------------------------------------------- learned
 
+@_lazy_doc
 def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any:
     """Lazy :func:`posenc.embedding_add` (``x + table[positions]``) of a dask array ``x``, block by block.
 
@@ -490,12 +496,7 @@ def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any
         chunks on those axes: its shape is checked now, its values when its
         blocks are computed (the same ``IndexError``, naming the entry within
         the block).
-    out : None
-        Not supported (a lazy result): store it with ``dask.array.store``.
-
-    Returns
-    -------
-    dask.array.Array of x's shape and dtype
+__LAZY_RESULT__ x's shape and dtype
 
     Examples
     --------
@@ -565,6 +566,7 @@ def _relative_blocks(sd: Any, run: Callable[[np.ndarray, int, int, int, int], An
     return da.map_blocks(block, sd, dtype=sd.dtype, meta=np.empty((0,) * nd, sd.dtype))
 
 
+@_lazy_doc
 def add_alibi(scores: Any, *, offset: int = 0, symmetric: bool = False, slopes: Any = None, out: Any = None) -> Any:
     """Lazy :func:`posenc.add_alibi` of dask ``scores`` ``[..., heads, q, k]``, chunked along any axis.
 
@@ -579,12 +581,7 @@ def add_alibi(scores: Any, *, offset: int = 0, symmetric: bool = False, slopes: 
     scores : dask array (or array_like) of shape [..., heads, q, k], floating
     offset, symmetric, slopes
         As in :func:`posenc.add_alibi`.
-    out : None
-        Not supported (a lazy result): store it with ``dask.array.store``.
-
-    Returns
-    -------
-    dask.array.Array of the scores' shape and dtype
+__LAZY_RESULT__ the scores' shape and dtype
 
     Examples
     --------
@@ -613,6 +610,7 @@ def add_alibi(scores: Any, *, offset: int = 0, symmetric: bool = False, slopes: 
     return _relative_blocks(sd, run)
 
 
+@_lazy_doc
 def add_t5_bias(scores: Any, table: Any, *, offset: int = 0, bidirectional: bool = True, max_distance: int = 128,
                 out: Any = None) -> Any:
     """Lazy :func:`posenc.add_t5_bias` of dask ``scores`` ``[..., heads, q, k]``, chunked along any axis.
@@ -628,12 +626,7 @@ def add_t5_bias(scores: Any, table: Any, *, offset: int = 0, bidirectional: bool
         A NumPy table (it goes into the graph once).
     offset, bidirectional, max_distance
         As in :func:`posenc.add_t5_bias`.
-    out : None
-        Not supported (a lazy result): store it with ``dask.array.store``.
-
-    Returns
-    -------
-    dask.array.Array of the scores' shape and dtype
+__LAZY_RESULT__ the scores' shape and dtype
 
     Examples
     --------

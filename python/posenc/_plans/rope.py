@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from typing import Any, Dict, FrozenSet, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -26,10 +27,11 @@ import numpy as np
 from .. import _checks
 from .._checks import Out
 
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope")
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional")
 # Names model configs use for the same schemes: Phi-3's first 128k configs
-# said "su" (LongRoPE); Qwen2-VL's say "mrope" (default frequencies, the
-# sections are apply_rope's mrope_section).
+# said "su" (LongRoPE). Qwen2-VL's say "type": "mrope" next to their
+# "rope_type" (M-RoPE: default frequencies unless rope_type says otherwise;
+# the sections are apply_rope's mrope_section).
 _TYPE_ALIASES = {"su": "longrope", "mrope": "default"}
 
 # (required keys, optional keys) per scheme, as transformers' config
@@ -51,14 +53,12 @@ _KEYS: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {
         frozenset({"short_factor", "long_factor", "original_max_position_embeddings"}),
         frozenset({"factor", "attention_factor", "seq_len"}),
     ),
+    # Gemma's p-RoPE (transformers' `_compute_proportional_rope_parameters`).
+    "proportional": (frozenset(), frozenset({"factor", "partial_rotary_factor"})),
 }
-_COMMON_KEYS = frozenset({"type", "rope_type", "rope_theta"})
-# Keys model configs carry next to the scaling that are not frequency parameters.
-_MISPLACED = {
-    "partial_rotary_factor": "pass dim=int(head_dim * partial_rotary_factor) (apply_rope: rotary_dim=)",
-    "mrope_section": "pass mrope_section= to apply_rope",
-    "mrope_interleaved": "pass mrope_interleaved= to apply_rope",
-}
+# Keys of every Transformers v5 `rope_parameters` dict, read by parse_scaling itself.
+_COMMON_KEYS = frozenset({"type", "rope_type", "rope_theta", "partial_rotary_factor", "mrope_section",
+                          "mrope_interleaved"})
 # Schemes whose frequencies follow the sequence length (scaling['seq_len']).
 SEQ_DEPENDENT = ("dynamic", "longrope")
 
@@ -109,41 +109,104 @@ class RopeCosSin(NamedTuple):
 # ------------------------------------------------------------------ scaling schemes
 
 
+class _DefaultBase(float):
+    """The default ``base`` (10000.0): a value of its own, so that a ``rope_theta`` in ``scaling`` may replace it."""
+
+    def __repr__(self) -> str:
+        return "10000.0"
+
+
+DEFAULT_BASE: float = _DefaultBase(10000.0)
+
+
+class Scaling(NamedTuple):
+    """A checked ``scaling`` dict: the frequency scheme and what else a Transformers config puts in it."""
+
+    kind: str
+    params: Dict[str, Any]  # the scheme's frequency parameters (None values dropped)
+    base: float  # ``base``, or ``rope_theta`` when ``base`` was not passed
+    partial: Optional[float]  # partial_rotary_factor
+    mrope_section: Optional[Any]
+    mrope_interleaved: Optional[bool]
+
+    def rotary_dim(self, dim: int) -> int:
+        """The rotated features of a head of ``dim``: ``int(dim·partial_rotary_factor)`` as Transformers
+        computes it, except for p-RoPE, whose zero frequencies rotate nothing (all of ``dim``)."""
+        if self.partial is None or self.kind == "proportional":
+            return dim
+        rdim = int(dim * self.partial)
+        if rdim < 2 or rdim % 2:
+            raise ValueError(f"scaling['partial_rotary_factor'] = {self.partial} gives int({dim} * "
+                             f"{self.partial}) = {rdim} rotated features: must be even and > 0")
+        return rdim
+
+
 def _scaling_type(scaling: Dict[str, Any]) -> str:
     names = [scaling[k] for k in ("type", "rope_type") if scaling.get(k) is not None]
-    if len(names) == 2 and names[0] != names[1]:
+    if len(names) == 2 and names[0] == "mrope":  # Qwen2-VL: "type" marks M-RoPE, "rope_type" is the scheme
+        names = names[1:]
+    for name in names:
+        if not isinstance(name, str):
+            raise ValueError(f"scaling['rope_type'] must be a string, got {name!r}")
+    if len(names) == 2 and _TYPE_ALIASES.get(names[0], names[0]) != _TYPE_ALIASES.get(names[1], names[1]):
         raise ValueError(f"scaling['type'] = {names[0]!r} and scaling['rope_type'] = {names[1]!r} disagree")
-    name = names[0] if names else "default"
-    if not isinstance(name, str):
-        raise ValueError(f"scaling['rope_type'] must be a string, got {name!r}")
+    name = names[-1] if names else "default"
     name = _TYPE_ALIASES.get(name, name)
     if name not in ROPE_TYPES:
         raise ValueError(f"scaling['rope_type'] must be one of {', '.join(map(repr, ROPE_TYPES))}, got {name!r}")
     return name
 
 
-def normalise_scaling(scaling: Any, base: float) -> Tuple[str, Dict[str, Any]]:
-    """The scheme's name and its parameters (None values dropped), every key checked (``base`` validated)."""
+def parse_scaling(scaling: Any, base: Any) -> Scaling:
+    """Check a ``scaling`` dict (a Transformers ``rope_parameters`` as it is) and resolve the base:
+    ``rope_theta`` sets it when ``base`` was not passed (is :data:`DEFAULT_BASE`); both given must agree."""
     if scaling is None:
-        return "default", {}
+        return Scaling("default", {}, _checks.base(base), None, None, None)
     if not isinstance(scaling, dict):
         raise TypeError(f"scaling must be None or a dict, got {type(scaling).__name__}")
+    if scaling and all(isinstance(v, dict) or v is None for v in scaling.values()):
+        keys = ", ".join(map(repr, scaling))
+        raise ValueError(f"scaling is a per-layer-type dict ({keys}): pass one entry, e.g. scaling[{next(iter(scaling))!r}], "
+                         "or build RotaryEmbedding.from_config(config, layer_type=...)")
     kind = _scaling_type(scaling)
     required, optional = _KEYS[kind]
     for key in scaling:
-        if key in _MISPLACED:
-            raise ValueError(f"scaling[{key!r}] is not a frequency parameter: {_MISPLACED[key]}")
         if key not in required | optional | _COMMON_KEYS:
             allowed = ", ".join(sorted(required | optional)) or "none"
             raise ValueError(f"scaling[{key!r}] is not a parameter of rope_type {kind!r} (its keys: {allowed})")
     params = {k: v for k, v in scaling.items() if v is not None and k not in _COMMON_KEYS}
     missing = sorted(required - params.keys())
     if missing:
-        raise ValueError(f"rope_type {kind!r} needs scaling[{missing[0]!r}]")
+        hint = (" (Transformers uses the config's max_position_embeddings: add it, or build "
+                "RotaryEmbedding.from_config(config))" if missing[0] == "original_max_position_embeddings" else "")
+        raise ValueError(f"rope_type {kind!r} needs scaling[{missing[0]!r}]{hint}")
     theta = scaling.get("rope_theta")
-    if theta is not None and float(theta) != base:
-        raise ValueError(f"scaling['rope_theta'] = {theta} disagrees with base = {base}: pass base={theta}")
-    return kind, params
+    if theta is not None:
+        theta = _number({"rope_theta": theta}, "rope_theta")
+        if theta == 1.0:
+            raise ValueError("scaling['rope_theta'] must not be 1 (every frequency would be equal)")
+    if base is DEFAULT_BASE:
+        base = DEFAULT_BASE if theta is None else theta
+    base = _checks.base(base)
+    if theta is not None and theta != base:
+        raise ValueError(f"scaling['rope_theta'] = {theta} disagrees with base = {base}: pass one of them")
+    partial = None
+    if scaling.get("partial_rotary_factor") is not None:
+        partial = _number(scaling, "partial_rotary_factor")
+        if partial > 1.0:
+            raise ValueError(f"scaling['partial_rotary_factor'] must be in (0, 1], got {partial}")
+        if kind == "proportional":
+            params["partial_rotary_factor"] = partial
+    interleaved = scaling.get("mrope_interleaved")
+    if interleaved is not None:
+        interleaved = _flag(scaling, "mrope_interleaved", False)
+    return Scaling(kind, params, base, partial, scaling.get("mrope_section"), interleaved)
+
+
+def normalise_scaling(scaling: Any, base: float) -> Tuple[str, Dict[str, Any]]:
+    """The scheme's name and its frequency parameters (:func:`parse_scaling` without the rest)."""
+    parsed = parse_scaling(scaling, base)
+    return parsed.kind, parsed.params
 
 
 # Every bad value in a scaling dict is a ValueError naming its key (a config is data, not a call's argument).
@@ -300,6 +363,18 @@ def _longrope(dim: int, base: float, p: Dict[str, Any]) -> Tuple[np.ndarray, flo
     return 1.0 / (ext * base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)), attention
 
 
+def _proportional(dim: int, base: float, p: Dict[str, Any]) -> Tuple[np.ndarray, float]:
+    """Gemma's p-RoPE (transformers' `_compute_proportional_rope_parameters`): the first
+    int(partial_rotary_factor·dim/2) pairs get base^(−2i/dim) (the whole head's dim), the others
+    frequency 0 (they pass through), all divided by ``factor``."""
+    partial = p.get("partial_rotary_factor", 1.0)
+    factor = _number(p, "factor") if "factor" in p else 1.0
+    angles = int(partial * dim // 2)  # as transformers writes it
+    inv_freq = np.zeros(dim // 2)
+    inv_freq[:angles] = 1.0 / base ** (np.arange(0, 2 * angles, 2, dtype=np.float64) / dim)
+    return inv_freq / factor, 1.0
+
+
 def scheme_frequencies(dim: int, base: float, kind: str, params: Dict[str, Any]) -> Tuple[np.ndarray, float]:
     """``(inv_freq, attention_scaling)`` of a normalised scheme (:func:`normalise_scaling`), validated ``dim``/``base``.
 
@@ -324,27 +399,33 @@ def scheme_frequencies(dim: int, base: float, kind: str, params: Dict[str, Any])
         return _yarn(dim, base, params)
     if kind == "llama3":
         return _llama3(dim, base, params)
+    if kind == "proportional":
+        return _proportional(dim, base, params)
     return _longrope(dim, base, params)
 
 
-def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: Any = None) -> Tuple[np.ndarray, float]:
+def rope_inv_freq(dim: int, *, base: float = DEFAULT_BASE, scaling: Any = None) -> Tuple[np.ndarray, float]:
     """RoPE frequencies ω_j and attention scaling of a scaling scheme, in float64.
 
     Parameters
     ----------
     dim : int
-        Rotary dimension (even, > 0; ``int(head_dim * partial_rotary_factor)``).
+        Rotary dimension (even, > 0): the head_dim, or ``int(head_dim * partial_rotary_factor)``
+        when ``scaling`` does not carry ``partial_rotary_factor`` itself.
     base : float
-        ``rope_theta`` (> 0, not 1).
+        ``rope_theta`` (> 0, not 1). Default 10000.0, or ``scaling["rope_theta"]`` when present.
     scaling : dict, optional
-        A model config's ``rope_scaling`` / ``rope_parameters``. ``"type"`` or
-        ``"rope_type"`` (they must agree) is one of:
+        A model config's ``rope_scaling``, or a Transformers v5 ``rope_parameters``
+        dict as it is (one entry of a per-layer-type dict: ``config.rope_parameters["full_attention"]``).
+        ``"type"`` or ``"rope_type"`` (they must agree; ``"type": "mrope"`` marks
+        M-RoPE and agrees with any ``rope_type``) is one of:
 
         - ``"default"`` (or absent; ``"mrope"`` too): ω_j = base^(-2j/dim).
         - ``"linear"``: ``factor``; ω_j / factor (position interpolation).
         - ``"dynamic"``: ``factor``, ``original_max_position_embeddings``
           (the config's ``max_position_embeddings``, which transformers uses
-          here), ``seq_len`` (default: the original length). NTK-aware base
+          here: :meth:`RotaryEmbedding.from_config` adds it), ``seq_len`` (default:
+          the original length). NTK-aware base
           base·(factor·L/L_orig − factor + 1)^(dim/(dim−2)), L = max(seq_len, L_orig).
         - ``"yarn"``: ``factor``, ``original_max_position_embeddings``,
           ``beta_fast`` = 32, ``beta_slow`` = 1, ``truncate`` = True,
@@ -358,16 +439,27 @@ def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: Any = None) -> Tu
           (max/original length; needed unless ``attention_factor`` is given),
           ``attention_factor`` (default sqrt(1 + ln f / ln L_orig)), ``seq_len``
           (long factors when seq_len > L_orig).
+        - ``"proportional"`` (Gemma's p-RoPE): ``partial_rotary_factor`` p (default 1),
+          ``factor`` (default 1): the first int(p·dim/2) pairs get base^(-2j/dim),
+          the others frequency 0 (unrotated), all divided by ``factor``.
 
-        ``rope_theta`` may appear and must equal ``base``. Values of None count
-        as absent. ``factor`` is required where transformers would fall back
+        Keys every type may carry, as Transformers v5 configs do:
+        ``rope_theta`` sets the base when ``base`` is not passed (both given
+        must agree); ``partial_rotary_factor`` p (0 < p ≤ 1) rotates the first
+        int(dim·p) features (even) as Transformers computes them: the frequencies
+        are those of dimension int(dim·p), and ``int(dim·p)/2`` are returned
+        (p-RoPE: see above); ``mrope_section`` and ``mrope_interleaved`` are
+        :func:`apply_rope`'s M-RoPE (checked here against the frequency count).
+        A whole per-layer-type dict is refused (pass one entry). Values of
+        None count as absent. ``factor`` is required where transformers would fall back
         to ``max_position_embeddings / original_max_position_embeddings``
-        (yarn; longrope without ``attention_factor``): pass that ratio. Unknown types or keys, missing required keys and invalid
-        values raise ValueError naming the key.
+        (yarn; longrope without ``attention_factor``): pass that ratio, or use
+        :meth:`RotaryEmbedding.from_config`. Unknown types or keys, missing
+        required keys and invalid values raise ValueError naming the key.
 
     Returns
     -------
-    inv_freq : ndarray float64 [dim/2]
+    inv_freq : ndarray float64 [dim/2] (``[int(dim·partial_rotary_factor)/2]`` with that key)
     attention_scaling : float
         Multiplies cos and sin (YaRN's mscale, LongRoPE's scaling factor; 1 otherwise).
 
@@ -390,10 +482,18 @@ def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: Any = None) -> Tu
     ...                                           "original_max_position_embeddings": 32768})
     >>> round(a, 6)                                   # 0.1·ln 4 + 1
     1.138629
+    >>> # A Transformers v5 rope_parameters as it is (Phi-2): base from rope_theta, half the features.
+    >>> w, a = posenc.rope_inv_freq(8, scaling={"rope_type": "default", "rope_theta": 100.0,
+    ...                                         "partial_rotary_factor": 0.5})
+    >>> [float(v) for v in w]                        # 100^(-2i/4)
+    [1.0, 0.1]
     """
     dim = _checks.even_dim(dim)
-    base = _checks.base(base)
-    return scheme_frequencies(dim, base, *normalise_scaling(scaling, base))
+    parsed = parse_scaling(scaling, base)
+    rdim = parsed.rotary_dim(dim)
+    if parsed.mrope_section is not None or parsed.mrope_interleaved:
+        _pair_axes(parsed.mrope_section, bool(parsed.mrope_interleaved), rdim // 2, "scaling['mrope_section']")
+    return scheme_frequencies(rdim, parsed.base, parsed.kind, parsed.params)
 
 
 # ------------------------------------------------------------------ M-RoPE and packed batches
@@ -416,19 +516,20 @@ def mrope_pair_axes(section: Sequence[int], interleaved: bool) -> np.ndarray:
     return np.repeat(np.arange(len(section), dtype=np.int64), section)
 
 
-def _pair_axes(mrope_section: Any, mrope_interleaved: Any, half: int) -> Optional[np.ndarray]:
+def _pair_axes(mrope_section: Any, mrope_interleaved: Any, half: int, name: str = "mrope_section"
+               ) -> Optional[np.ndarray]:
     interleaved = _checks.boolean(mrope_interleaved, "mrope_interleaved")
     if mrope_section is None:
         if interleaved:
             raise ValueError("mrope_interleaved=True needs mrope_section")
         return None
     if isinstance(mrope_section, (str, bytes)) or not hasattr(mrope_section, "__len__"):
-        raise TypeError(f"mrope_section must be a sequence of integers, got {type(mrope_section).__name__}")
-    section = [_checks.integer(s, "mrope_section", minimum=0) for s in mrope_section]
+        raise TypeError(f"{name} must be a sequence of integers, got {type(mrope_section).__name__}")
+    section = [_checks.integer(s, name, minimum=0) for s in mrope_section]
     if len(section) != 3:
-        raise ValueError(f"mrope_section must hold 3 sections (t, h, w), got {len(section)}")
+        raise ValueError(f"{name} must hold 3 sections (t, h, w), got {len(section)}")
     if sum(section) != half:
-        raise ValueError(f"mrope_section must sum to rotary_dim/2 = {half}, got {sum(section)} ({tuple(section)})")
+        raise ValueError(f"{name} must sum to rotary_dim/2 = {half}, got {sum(section)} ({tuple(section)})")
     return mrope_pair_axes(section, interleaved)
 
 
@@ -522,11 +623,12 @@ def rope_params(operands: Sequence[Tuple[np.ndarray, str]], *, positions: Any, o
         _checks.base(base)
         scale = 1.0
     elif scaling is None:
-        freqs = default_frequencies(rdim, base if type(base) in (float, int) else _checks.base(base))
+        freqs = default_frequencies(rdim, base if type(base) in (float, int) else 10000.0 if base is DEFAULT_BASE
+                                    else _checks.base(base))
         scale = 1.0
     else:
-        base = _checks.base(base)
-        freqs, scale = scheme_frequencies(rdim, base, *normalise_scaling(scaling, base))
+        rdim, freqs, scale, mrope_section, mrope_interleaved = _scaled(
+            scaling, base, int(first.shape[-1]), rdim, rotary_dim is not None, mrope_section, mrope_interleaved)
     if attention_scaling is not None:
         scale = _checks.real(attention_scaling, "attention_scaling")
     pair_axis = None if mrope_section is None and mrope_interleaved is False else (
@@ -536,6 +638,37 @@ def rope_params(operands: Sequence[Tuple[np.ndarray, str]], *, positions: Any, o
         return RopeParams(seq_axis, rdim, freqs, scale, pair_axis, interleaved, inverse, None, float(start), False)
     values, grouped = _rows(positions, start, operands, seq_axis, 1 if pair_axis is None else 3)
     return RopeParams(seq_axis, rdim, freqs, scale, pair_axis, interleaved, inverse, values, 0.0, grouped)
+
+
+def _same_section(a: Any, b: Any) -> bool:
+    try:
+        return [int(v) for v in a] == [int(v) for v in b]
+    except (TypeError, ValueError):
+        return False
+
+
+def _scaled(scaling: Any, base: Any, head_dim: int, rdim: int, rdim_given: bool, mrope_section: Any,
+            mrope_interleaved: Any) -> Tuple[int, np.ndarray, float, Any, Any]:
+    """A ``scaling`` dict's frequencies for a head of ``rdim`` features (``rotary_dim`` when given), its
+    partial_rotary_factor's rotary dim and its M-RoPE keys merged with the call's."""
+    parsed = parse_scaling(scaling, base)
+    if parsed.partial is not None and parsed.kind != "proportional":
+        partial = parsed.rotary_dim(head_dim)
+        if rdim_given and partial != rdim:  # rotary_dim = int(head_dim·partial_rotary_factor) is fine
+            raise ValueError(f"rotary_dim = {rdim} and scaling['partial_rotary_factor'] = {parsed.partial} "
+                             f"(int({head_dim} * {parsed.partial}) = {partial}) disagree: give one of them")
+        rdim = partial
+    if parsed.mrope_section is not None:
+        if mrope_section is not None and not _same_section(mrope_section, parsed.mrope_section):
+            raise ValueError(f"mrope_section = {tuple(mrope_section)} disagrees with scaling['mrope_section'] = "
+                             f"{tuple(parsed.mrope_section)}")
+        mrope_section = parsed.mrope_section
+    if parsed.mrope_interleaved is not None:
+        if mrope_interleaved is True and not parsed.mrope_interleaved:
+            raise ValueError("mrope_interleaved=True disagrees with scaling['mrope_interleaved'] = False")
+        mrope_interleaved = mrope_interleaved or parsed.mrope_interleaved
+    freqs, scale = scheme_frequencies(rdim, parsed.base, parsed.kind, parsed.params)
+    return rdim, freqs, scale, mrope_section, mrope_interleaved
 
 
 def _rows(positions: Any, start: int, operands: Sequence[Tuple[np.ndarray, str]], seq_axis: int, axes: int
@@ -589,3 +722,125 @@ def cos_sin(positions: Optional[np.ndarray], n: int, *, inv_freq: np.ndarray, sc
     """The plan of cos/sin tables of checked positions (:func:`posenc._checks.positions`) and frequencies."""
     _checks.result_size((n, inv_freq.shape[0]), dtype, "the table")
     return RopeCosSin(positions, n, inv_freq, scale, dtype)
+
+
+# ------------------------------------------------------------------ Transformers configs (RotaryEmbedding.from_config)
+
+# Models whose attention pairs features (2i, 2i + 1) (rotate_every_two / Cohere's rotate_half);
+# DeepSeek-V3 and its kin say so with `rope_interleave`.
+_INTERLEAVED_MODELS = frozenset({"gptj", "codegen", "cohere", "cohere2"})
+# M-RoPE models and the section their rotary class falls back on (`rope_parameters.get("mrope_section", ...)`);
+# Qwen3-VL's interleaves the sections whatever its config says.
+_MROPE_DEFAULTS = {"qwen2_vl": ((16, 24, 24), False), "qwen2_5_vl": ((16, 24, 24), False),
+                   "qwen3_vl": ((24, 20, 20), True), "qwen3_vl_moe": ((24, 20, 20), True)}
+# Older names of config attributes (a transformers config's `attribute_map`, raw checkpoint files).
+_ALIASES = {"hidden_size": ("hidden_size", "n_embd", "d_model"),
+            "num_attention_heads": ("num_attention_heads", "n_head", "num_heads"),
+            "max_position_embeddings": ("max_position_embeddings", "n_positions", "max_seq_len")}
+
+
+def _config_dict(config: Any) -> Dict[str, Any]:
+    """A transformers config object or its dict (``config.to_dict()``, a ``config.json``), as a dict of
+    the language model's attributes (a vision-language config's ``text_config``)."""
+    if isinstance(config, Mapping):
+        d = dict(config)
+    elif callable(getattr(config, "to_dict", None)):
+        d = config.to_dict()
+        if not isinstance(d, Mapping):
+            raise TypeError(f"config.to_dict() must return a dict, got {type(d).__name__}")
+        d = dict(d)
+    else:
+        raise TypeError(f"config must be a transformers config or its dict, got {type(config).__name__}")
+    text = d.get("text_config")
+    if isinstance(text, Mapping) and not any(k in d for k in _ALIASES["num_attention_heads"]):
+        d = {**dict(text), "model_type": d.get("model_type", text.get("model_type"))}
+    return d
+
+
+def _get(d: Dict[str, Any], key: str) -> Any:
+    for name in _ALIASES.get(key, (key,)):
+        if d.get(name) is not None:
+            return d[name]
+    return None
+
+
+def _config_int(value: Any, name: str) -> int:
+    try:
+        return _checks.integer(value, f"config[{name!r}]", minimum=1)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def config_rotary(config: Any, layer_type: Any) -> Dict[str, Any]:
+    """The ``RotaryEmbedding`` arguments of a transformers config (see ``RotaryEmbedding.from_config``)."""
+    d = _config_dict(config)
+    model_type = str(d.get("model_type") or "")
+    params = d.get("rope_parameters") or d.get("rope_scaling") or {}
+    if not isinstance(params, Mapping):
+        raise ValueError(f"config['rope_parameters'] must be a dict, got {type(params).__name__}")
+    params = dict(params)
+    layer_types = d.get("layer_types") or ()
+    nested = [k for k, v in params.items() if isinstance(v, Mapping) or (v is None and k in layer_types)]
+    if nested and len(nested) == len(params):  # per layer type (Gemma 3/4): pick one
+        if layer_type is None:
+            raise ValueError(f"config['rope_parameters'] differs per layer type ({', '.join(map(repr, nested))}): "
+                             "pass layer_type=")
+        if layer_type not in params:
+            raise ValueError(f"layer_type must be one of {', '.join(map(repr, nested))}, got {layer_type!r}")
+        if params[layer_type] is None:
+            raise ValueError(f"layer_type {layer_type!r} has no rotary embedding (rope_parameters is None)")
+        params = dict(params[layer_type])
+    elif layer_type is not None and layer_types and layer_type not in layer_types:
+        raise ValueError(f"layer_type must be one of {', '.join(map(repr, sorted(set(layer_types))))}, "
+                         f"got {layer_type!r}")
+    # Attributes of the layer: a heterogeneous config (Gemma 4) overrides some per layer index.
+    layer = dict(d)
+    overrides = d.get("per_layer_config")
+    if layer_type is not None and isinstance(overrides, Mapping) and layer_types:
+        index = list(layer_types).index(layer_type)
+        over = overrides.get(index, overrides.get(str(index)))
+        if isinstance(over, Mapping):
+            layer.update(over)
+    # Transformers' priority: the rope dict, then the config's attributes (old names too), then defaults.
+    theta = params.get("rope_theta", _get(layer, "rope_theta") or layer.get("rotary_emb_base"))
+    if theta is None and not params and model_type not in _INTERLEAVED_MODELS and layer.get("rotary_dim") is None:
+        raise ValueError(f"config (model_type {model_type!r}) has no rope_parameters, rope_scaling or rope_theta: "
+                         "not a rotary model")
+    params["rope_theta"] = 10000.0 if theta is None else theta
+    partial = params.get("partial_rotary_factor", _get(layer, "partial_rotary_factor") or layer.get("rotary_pct"))
+    if partial is not None:
+        params["partial_rotary_factor"] = partial
+    head_dim = _get(layer, "qk_rope_head_dim") or _get(layer, "head_dim")
+    if head_dim is None:
+        hidden, heads = _get(layer, "hidden_size"), _get(layer, "num_attention_heads")
+        if hidden is None or heads is None:
+            raise ValueError("config needs head_dim, or hidden_size and num_attention_heads")
+        head_dim = _config_int(hidden, "hidden_size") // _config_int(heads, "num_attention_heads")
+    head_dim = _config_int(head_dim, "head_dim")
+    max_pos = _get(layer, "max_position_embeddings")
+    kind = _scaling_type(params)
+    if kind == "dynamic":  # transformers' dynamic NTK: the config's length is the original one
+        if max_pos is None:
+            raise ValueError("rope_type 'dynamic' needs config['max_position_embeddings']")
+        params["original_max_position_embeddings"] = max_pos
+    elif kind in ("llama3", "yarn", "longrope"):
+        if layer.get("original_max_position_embeddings") is not None:  # Phi-3 keeps it outside the dict
+            params["original_max_position_embeddings"] = layer["original_max_position_embeddings"]
+        elif params.get("original_max_position_embeddings") is None and max_pos is not None:
+            params["original_max_position_embeddings"] = max_pos
+        if kind != "llama3" and params.get("factor") is None and max_pos is not None and \
+                params.get("original_max_position_embeddings") and not (kind == "longrope" and
+                                                                        params.get("attention_factor") is not None):
+            params["factor"] = max_pos / _number(params, "original_max_position_embeddings")
+    section, mrope_interleaved = None, False
+    family = next((f for f in _MROPE_DEFAULTS if model_type in (f, f + "_text")), None)
+    if family is not None:
+        default_section, mrope_interleaved = _MROPE_DEFAULTS[family]
+        section = params.get("mrope_section") or default_section
+        params["mrope_section"] = list(section)
+    interleaved = model_type in _INTERLEAVED_MODELS or bool(layer.get("rope_interleave"))
+    rotary_dim = layer.get("rotary_dim")
+    if rotary_dim is not None:  # GPT-J, CodeGen: rotated features counted directly
+        rotary_dim = _config_int(rotary_dim, "rotary_dim")
+    return dict(dim=head_dim, scaling=params, rotary_dim=rotary_dim, interleaved=interleaved,
+                mrope_interleaved=mrope_interleaved)
