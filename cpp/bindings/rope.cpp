@@ -120,15 +120,19 @@ const double* float64_block(const py::array& a, std::initializer_list<std::int64
     return static_cast<const double*>(a.data());
 }
 
-// Multi-axis angles of x's view: coords [groups, rows, axes], freqs [axes, half].
+// Multi-axis angles of x's view: coords [groups, rows, axes], freqs [axes, half] or, per head, [heads, axes,
+// half] (x's innermost unit axis is then its heads axis: unit u takes freqs[u mod heads]).
 RopeArgs nd_args(const GroupedRows& x, const py::array& coords, const py::array& freqs, bool interleaved,
                  bool inverse) {
-    const std::int64_t axes = freqs.ndim() == 2 ? freqs.shape(0) : -1, half = freqs.ndim() == 2 ? freqs.shape(1) : -1;
-    if (axes < 1 || half < 1 || 2 * half > x.cols())
-        throw std::invalid_argument("freqs must be a [axes, pairs] array with 2·pairs <= head_dim " +
-                                    std::to_string(x.cols()));
+    const py::ssize_t nd = freqs.ndim();
+    const std::int64_t heads = nd == 3 ? freqs.shape(0) : 0;
+    const std::int64_t axes = nd == 2 || nd == 3 ? freqs.shape(nd - 2) : -1, half = nd >= 2 ? freqs.shape(nd - 1) : -1;
+    if (axes < 1 || half < 1 || 2 * half > x.cols() || (nd == 3 && (heads < 1 || x.units() % heads != 0)))
+        throw std::invalid_argument("freqs must be a [axes, pairs] or [heads, axes, pairs] array with 2·pairs <= "
+                                    "head_dim " + std::to_string(x.cols()) + " and heads dividing x's units");
     RopeArgs args{x.groups(), x.rows(), nullptr, 0.0, nullptr, half, nullptr, 1.0, interleaved, inverse};
-    args.freqs = float64_block(freqs, {axes, half}, "freqs");
+    args.freqs = nd == 3 ? float64_block(freqs, {heads, axes, half}, "freqs") : float64_block(freqs, {axes, half}, "freqs");
+    args.freq_heads = heads;
     args.coords = float64_block(coords, {x.groups(), x.rows(), axes}, "coords");
     args.axes = axes;
     return args;
