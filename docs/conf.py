@@ -33,6 +33,7 @@ SECTIONS = [  # family module -> heading, in page order: each module's __all__ l
     ("posenc._sinusoidal", "Sinusoidal encodings"),
     ("posenc._rope", "Rotary embeddings (RoPE)"),
     ("posenc._rope_nd", "Rotary embeddings on several axes (vision, video, diffusion)"),
+    ("posenc._rope_recipes", "Rotary on several axes: patch-grid coordinates"),
     ("posenc._relative", "Relative positions (T5, ALiBi, Shaw)"),
     ("posenc._learned", "Learned tables"),
     ("posenc._vision", "Vision and detection (MAE/DiT sincos, DETR, Swin)"),

@@ -121,6 +121,100 @@ def in_place_variants(s: Spec, pairs: Dict[str, str]) -> None:
 
 # ------------------------------------------------------------------ rotary
 
+OFFSETS = np.array([3, 100])  # one first position per batch row of a [2, 4, ...] baseline
+OFFSET_ROWS = OFFSETS[:, None] + np.arange(4)
+
+
+def _tables(positions: np.ndarray, dim: int = 6) -> Any:
+    """float64 cos and sin [..., seq, dim/2] of positions at the default base (written out, not posenc's)."""
+    theta = positions[..., None] * 10000.0 ** (-np.arange(0, dim, 2) / dim)
+    return np.cos(theta), np.sin(theta)
+
+
+COS, SIN = _tables(np.arange(4.0))
+
+
+def table_cases(s: Spec) -> None:
+    """``cos=``/``sin=``: the caller's tables [seq, W] / [batch, seq, W], W = pairs or Transformers' 2·pairs."""
+    no = {"cos": None, "sin": None}
+    s.same("cos-sin-pairs", clean=no, cos=COS, sin=SIN)
+    s.same("cos-sin-transformers", clean=no, cos=np.concatenate([COS, COS], -1)[None],
+           sin=np.concatenate([SIN, SIN], -1)[None])
+    s.same("cos-sin-transformers-interleaved", clean={**no, "interleaved": True}, interleaved=True,
+           cos=np.repeat(COS, 2, -1), sin=np.repeat(SIN, 2, -1))
+    rows = np.array([[0, 1, 2, 3], [7, 5, 3, 1]])
+    bc, bs = _tables(rows.astype(float))
+    s.same("cos-sin-batch", clean={**no, "positions": rows}, cos=bc, sin=bs)
+    s.same("cos-sin-batch-one", clean=no, cos=COS[None], sin=SIN[None])
+    s.same("cos-sin-inverse", clean={**no, "inverse": True}, cos=COS, sin=SIN, inverse=True)
+    pc, ps = _tables(np.arange(4.0), 4)
+    s.same("cos-sin-partial", clean={**no, "rotary_dim": 4}, cos=pc, sin=ps, rotary_dim=4)
+    s.same("cos-sin-partial-transformers", clean={**no, "rotary_dim": 4}, cos=np.concatenate([pc, pc], -1),
+           sin=np.concatenate([ps, ps], -1), rotary_dim=4)
+    s.same("cos-sin-float32", clean={"cos": COS.astype(F32).astype(float), "sin": SIN.astype(F32).astype(float)},
+           cos=COS.astype(F32), sin=SIN.astype(F32))
+    s.same("cos-sin-float16", clean={"cos": COS.astype(np.float16).astype(float)}, cos=COS.astype(np.float16),
+           sin=SIN)
+    for id, make in [("byteswapped", byteswapped), ("misaligned", misaligned), ("negative-strides", negative_strides),
+                     ("stepped", stepped)]:
+        s.same(f"cos-sin-{id}", clean={"cos": COS, "sin": SIN}, cos=make(COS), sin=make(SIN))
+    s.same("cos-sin-lists", clean={"cos": COS, "sin": SIN}, cos=COS.tolist(), sin=SIN.tolist())
+    for id, kw, exc, match in [
+        ("cos-alone", dict(cos=COS), VE, "sin"), ("sin-alone", dict(sin=SIN), VE, "cos"),
+        ("cos-int", dict(cos=COS.astype(np.int64), sin=SIN), TE, "cos"),
+        ("sin-complex", dict(cos=COS, sin=SIN + 0j), TE, "sin"),
+        ("cos-str", dict(cos=COS.astype(str), sin=SIN), TE, "cos"),
+        ("cos-object", dict(cos=COS.astype(object), sin=SIN), TE, "cos"),
+        ("cos-1d", dict(cos=COS[0], sin=SIN[0]), VE, "cos"),
+        ("cos-4d", dict(cos=COS[None, None], sin=SIN[None, None]), VE, "cos"),
+        ("sin-other-shape", dict(cos=COS, sin=SIN[None]), VE, "sin"),
+        ("cos-wrong-seq", dict(cos=COS[:3], sin=SIN[:3]), VE, "cos"),
+        ("cos-wrong-width", dict(cos=COS[:, :2], sin=SIN[:, :2]), VE, "cos"),
+        ("cos-halves-differ", dict(cos=np.concatenate([COS, COS + 1e-9], -1), sin=np.concatenate([SIN, SIN], -1)),
+         VE, "cos"),
+        ("sin-halves-differ", dict(cos=np.concatenate([COS, COS], -1), sin=np.concatenate([SIN, -SIN], -1)),
+         VE, "sin"),
+        ("cos-neox-halves-interleaved", dict(cos=np.concatenate([COS, COS], -1), sin=np.concatenate([SIN, SIN], -1),
+                                             interleaved=True), VE, "cos"),
+        ("cos-nan", dict(cos=np.where(COS > 0.9, np.nan, COS), sin=SIN), VE, "cos"),
+        ("sin-inf", dict(cos=COS, sin=np.where(SIN > 0.5, np.inf, SIN)), VE, "sin"),
+        ("cos-batch-mismatch", dict(cos=np.stack([COS] * 3), sin=np.stack([SIN] * 3)), VE, "cos"),
+        ("cos-and-positions", dict(cos=COS, sin=SIN, positions=np.arange(4)), VE, "positions"),
+        ("cos-and-offset", dict(cos=COS, sin=SIN, offset=2), VE, "offset"),
+        ("cos-and-offset-array", dict(cos=COS, sin=SIN, offset=OFFSETS), VE, "offset"),
+        ("cos-and-base", dict(cos=COS, sin=SIN, base=500.0), VE, "base"),
+        ("cos-and-scaling", dict(cos=COS, sin=SIN, scaling={"type": "linear", "factor": 2.0}), VE, "scaling"),
+        ("cos-and-inv_freq", dict(cos=COS, sin=SIN, inv_freq=np.ones(3)), VE, "inv_freq"),
+        ("cos-and-attention_scaling", dict(cos=COS, sin=SIN, attention_scaling=1.0), VE, "attention_scaling"),
+        ("cos-and-mrope_section", dict(cos=COS, sin=SIN, mrope_section=(1, 1, 1)), VE, "mrope_section"),
+    ]:
+        s.raises(f"tables-{id}", exc, match, **kw)
+    s.same("cos-and-zero-offset", clean=no, cos=COS, sin=SIN, offset=np.int64(0))
+
+
+def offset_array_cases(s: Spec) -> None:
+    """``offset`` as an array [batch]: row b at ``offset[b] + arange(seq)``; validated like positions."""
+    s.same("offset-array", clean={"offset": 0, "positions": OFFSET_ROWS}, offset=OFFSETS)
+    s.same("offset-array-list", clean={"offset": 0, "positions": OFFSET_ROWS}, offset=OFFSETS.tolist())
+    for id, v in [("int32", OFFSETS.astype(np.int32)), ("uint64", OFFSETS.astype(np.uint64)),
+                  ("byteswapped", byteswapped(OFFSETS)), ("misaligned", misaligned(OFFSETS)),
+                  ("negative-strides", negative_strides(OFFSETS))]:
+        s.same(f"offset-array-{id}", clean={"offset": 0, "positions": OFFSET_ROWS}, offset=v)
+    s.same("offset-array-negative", clean={"offset": 0, "positions": OFFSET_ROWS - 200}, offset=OFFSETS - 200)
+    s.check("offset-array-near-limit", finite_or_refused, offset=OFFSETS - 103 + 2**53 - 3)
+    s.same("offset-array-mrope", clean={"offset": 0, "positions": np.stack([OFFSET_ROWS] * 3)}, offset=OFFSETS,
+           mrope_section=(1, 1, 1))
+    for id, v, exc in [("wrong-batch", np.array([1, 2, 3]), VE), ("empty", np.array([], np.int64), VE),
+                       ("2d", OFFSETS[None], VE), ("float", OFFSETS.astype(float), TE), ("bool", OFFSETS > 5, TE),
+                       ("object", OFFSETS.astype(object), TE), ("complex", OFFSETS + 0j, TE),
+                       ("str", OFFSETS.astype(str), TE), ("ragged", [[1], [1, 2]], (TE, VE)),
+                       ("beyond-2-53", np.array([0, 2**53 - 2]), VE), ("minus-huge", np.array([-2**63, 0]), VE),
+                       ("uint64-huge", np.array([0, 2**64 - 1], np.uint64), VE)]:
+        s.raises(f"offset-array-{id}", exc, "offset", offset=v)
+    s.raises("offset-array-and-positions", VE, "offset", offset=OFFSETS, positions=np.arange(4))
+    s.raises("offset-array-and-zero-positions", VE, "offset", offset=np.zeros(2, np.int64), positions=np.arange(4))
+
+
 def spec_rope_inv_freq() -> Spec:
     s = Spec("rope_inv_freq", dim=6)
     s.dim("dim", huge=False)
@@ -157,6 +251,8 @@ def _rope_common(s: Spec, x: str) -> None:
     s.same("seq_axis-numpy-int", clean={"seq_axis": -3}, seq_axis=np.int64(-3))
     s.integer("offset", huge=finite_or_refused)
     s.raises("positions-and-offset", ValueError, "offset", positions=np.arange(4), offset=1)
+    offset_array_cases(s)
+    table_cases(s)
     s.same("positions-per-batch", positions=np.array([[0, 1, 2, 3], [7, 5, 3, 1]]))
     s.same("positions-one-row", clean={"positions": np.array([0, 3, 1, 2])}, positions=np.array([[0, 3, 1, 2]]))
     s.raises("positions-batch-mismatch", ValueError, "positions", positions=np.zeros((3, 4), np.int64))
@@ -217,6 +313,10 @@ def spec_apply_rope() -> Spec:
     s.check("x-empty-batch", empty_of((0, 4, 3, 6)), x=rand(0, 4, 3, 6))
     s.same("seq_axis-minus-2", seq_axis=-2, x=rand(2, 3, 4, 6))
     s.same("seq_axis-minus-2-no-heads", seq_axis=-2, x=rand(2, 4, 6))
+    s.raises("offset-array-no-batch-axis", ValueError, "offset", seq_axis=-2, x=rand(4, 6), offset=np.arange(4))
+    xh = rand(2, 3, 4, 6)  # [batch, heads, seq, head_dim]
+    s.same("offset-array-seq_axis-minus-2", clean={"x": xh, "offset": 0, "positions": OFFSET_ROWS, "seq_axis": -2}, x=xh,
+           seq_axis=-2, offset=OFFSETS)
     _rope_common(s, "x")
     s.out(x.shape, F32, inputs=["x"])
     in_place_variants(s, {"x": "out"})
@@ -250,8 +350,31 @@ def spec_apply_rope_qk() -> Spec:
     same = rand(2, 4, 3, 6)
     s.raises("k-is-q-in-place", ValueError, "overlaps", q=same, k=same, out_q=same)
     s.raises("out_k-is-q", ValueError, "overlaps", q=same, k=rand(2, 4, 3, 6), out_k=same)
+    xpos_cases(s)
     in_place_variants(s, {"q": "out_q", "k": "out_k"})
     return s
+
+
+def xpos_cases(s: Spec) -> None:
+    """apply_rope_qk's xPos arguments."""
+    for id, v, exc in [("zero", 0.0, VE), ("negative", -512.0, VE), ("nan", float("nan"), VE), ("inf", float("inf"), VE),
+                       ("str", "512", TE), ("bool", True, TE), ("array", np.ones(2), TE)]:
+        s.raises(f"xpos_scale_base-{id}", exc, "xpos_scale_base", xpos_scale_base=v)
+    for id, v, exc in [("nan", float("nan"), VE), ("inf", float("inf"), VE), ("str", "2", TE), ("none", None, TE)]:
+        s.raises(f"xpos_center-{id}", exc, "xpos_center", xpos_scale_base=512.0, xpos_center=v)
+    s.raises("xpos_center-without-xpos", VE, "xpos_center", xpos_center=2)
+    s.raises("xpos-and-cos-sin", VE, "xpos_scale_base", xpos_scale_base=512.0, cos=COS, sin=SIN)
+    s.raises("xpos-and-mrope", VE, "xpos_scale_base", xpos_scale_base=512.0, mrope_section=(1, 1, 1))
+    s.raises("xpos-overflow", VE, "xpos_center", xpos_scale_base=1.0, offset=10**6)
+    s.same("xpos-int-base", clean={"xpos_scale_base": 512.0}, xpos_scale_base=512, xpos_center=0)
+    s.same("xpos-numpy", clean={"xpos_scale_base": 8.0, "xpos_center": 2.0}, xpos_scale_base=np.float32(8),
+           xpos_center=np.int64(2))
+    s.same("xpos-offset-array", clean={"offset": 0, "positions": OFFSET_ROWS}, xpos_scale_base=8.0, xpos_center=50,
+           offset=OFFSETS)
+    s.same("xpos-mixed-dtypes", k=rand(2, 4, 1, 6).astype(np.float16), xpos_scale_base=8.0, xpos_center=1.5)
+    q2, k2 = rand(2, 4, 3, 6), rand(2, 4, 1, 6)
+    s.same("xpos-in-place", clean={"q": q2.copy(), "k": k2.copy()}, q=q2, k=k2, out_q=q2, out_k=k2,
+           xpos_scale_base=8.0, xpos_center=1.5)
 
 
 def spec_positions_from_cu_seqlens() -> Spec:
@@ -290,6 +413,8 @@ def spec_rotary_embedding() -> Spec:
     s.same("dim-odd-rotary_dim", dim=7, rotary_dim=4)
     s.raises("max_positions-negative", ValueError, "max_positions", max_positions=-1)
     s.raises("max_positions-float", TypeError, "max_positions", max_positions=2.5)
+    for id, v, exc in [("zero", 0.0, VE), ("nan", float("nan"), VE), ("str", "512", TE), ("bool", True, TE)]:
+        s.raises(f"xpos_scale_base-{id}", exc, "xpos_scale_base", xpos_scale_base=v)
     scaling_cases(s)
     _call_cases(s)
     _cos_sin_cases(s)
@@ -313,6 +438,9 @@ def _call_cases(s: Spec) -> None:
         ("k-complex", dict(k=k.astype(np.complex64)), TE, "k"),
         ("k-seq-mismatch", dict(k=rand(2, 5, 1, 6)), VE, "seq"),
         ("offset-float", dict(offset=1.5), TE, "offset"),
+        ("offset-array-wrong-batch", dict(offset=np.array([1, 2, 3])), VE, "offset"),
+        ("offset-array-float", dict(offset=np.array([1.0, 2.0])), TE, "offset"),
+        ("offset-array-and-positions", dict(offset=np.array([1, 2]), positions=np.arange(4)), VE, "offset"),
         ("seq_axis-minus-1", dict(seq_axis=-1), VE, "seq_axis"),
         ("inverse-str", dict(inverse="yes"), TE, "inverse"),
         ("out_q-wrong-shape", dict(out_q=np.zeros((2, 4, 1, 6), F32)), VE, "out_q"),
@@ -337,6 +465,18 @@ def _call_cases(s: Spec) -> None:
     s.custom("call-seq_axis-minus-2-inverse",
              lambda api: api.RotaryEmbedding(6)(qh, kh, seq_axis=-2, inverse=True),
              Same(dict(q=qh, k=kh, seq_axis=-2, inverse=True), name="apply_rope_qk"))
+    s.custom("call-offset-array", lambda api: api.RotaryEmbedding(6)(q, k, offset=OFFSETS),
+             Same(dict(q=q, k=k, positions=OFFSET_ROWS), name="apply_rope_qk"))
+    s.custom("call-dynamic-offset-array", lambda api: api.RotaryEmbedding(6, scaling=DYNAMIC)(q, k, offset=OFFSETS),
+             Same(dict(q=q, k=k, scaling={**DYNAMIC, "seq_len": 104}, positions=OFFSET_ROWS), name="apply_rope_qk"))
+    s.custom("call-xpos_center-without-xpos", lambda api: api.RotaryEmbedding(6)(q, k, xpos_center=1),
+             Raises(VE, "xpos_center"))
+    s.custom("call-xpos_center-nan", lambda api: api.RotaryEmbedding(6, xpos_scale_base=8)(q, k, xpos_center=np.nan),
+             Raises(VE, "xpos_center"))
+    s.custom("call-xpos", lambda api: api.RotaryEmbedding(6, xpos_scale_base=8)(q, k, offset=3, xpos_center=4),
+             Same(dict(q=q, k=k, offset=3, xpos_scale_base=8.0, xpos_center=4), name="apply_rope_qk"))
+    s.custom("call-xpos-yarn", lambda api: api.RotaryEmbedding(6, scaling=YARN, xpos_scale_base=8)(q, k, offset=5),
+             Same(dict(q=q, k=k, scaling=YARN, offset=5, xpos_scale_base=8.0), name="apply_rope_qk"))
     s.custom("call-yarn", lambda api: api.RotaryEmbedding(6, scaling=YARN)(q, k, offset=5),
              Same(dict(q=q, k=k, scaling=YARN, offset=5), name="apply_rope_qk"))
     s.custom("call-dynamic-long", lambda api: api.RotaryEmbedding(6, scaling=DYNAMIC)(q, k, offset=30),

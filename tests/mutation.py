@@ -64,6 +64,13 @@ FAMILIES: Dict[str, Tuple[str, List[Mutant]]] = {
         Mutant("apply_rope_tables", "direction-reversed", flip="inverse"),
         Mutant("apply_rope_tables_qk", "one-element-of-k", out="out_k"),
     ]),
+    "rope_qk": ("tests/test_rope_qk.py", [  # offset arrays, caller cos/sin tables, xPos
+        Mutant("apply_rope", "one-element", out="out"),
+        Mutant("apply_rope_tables", "one-element", out="out"),
+        Mutant("apply_rope_tables", "direction-reversed", flip="inverse"),
+        Mutant("apply_rope_tables", "pairing-swapped", flip="interleaved"),
+        Mutant("apply_rope_tables_qk", "one-element-of-k", out="out_k"),
+    ]),
     "relative": ("tests/test_relative.py", [
         Mutant("toeplitz_copy", "one-element", out="out"),
         Mutant("toeplitz_add", "one-element", out="out"),

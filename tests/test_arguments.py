@@ -34,6 +34,7 @@ import hostile_learned
 import hostile_relative
 import hostile_rope
 import hostile_rope_nd
+import hostile_rope_recipes
 import hostile_sinusoidal
 import hostile_vision
 from hostile import SANITIZED, Case, Check, Raises, Same, Spec, memory_guard
@@ -99,8 +100,8 @@ SPECS: Dict[str, Callable[[], Spec]] = {
 NOT_CALLABLE = {"__version__"}
 
 # Each family's specs live in its own module (tests/hostile_<family>.py).
-for _family in (hostile_sinusoidal, hostile_rope, hostile_rope_nd, hostile_relative, hostile_learned,
-                hostile_vision):
+for _family in (hostile_sinusoidal, hostile_rope, hostile_rope_nd, hostile_rope_recipes, hostile_relative,
+                hostile_learned, hostile_vision):
     SPECS.update(_family.SPECS)
 
 

@@ -168,11 +168,60 @@ def test_torch_bfloat16_out_in_place(isa):
     np.testing.assert_array_equal(view.view(np.uint16), expected.view(np.uint16))
 
 
+def to_torch_requiring_grad(a: np.ndarray) -> Any:
+    """A tensor that requires grad where torch allows one (floating dtypes), else a plain tensor."""
+    t = torch.from_numpy(np.array(a))
+    return t.requires_grad_(True) if t.is_floating_point() else t
+
+
 @requires_torch
-def test_torch_tensor_that_requires_grad_is_refused_with_a_clear_error():
-    t = torch.zeros(2, 4, requires_grad=True)
-    with pytest.raises(TypeError, match="x"):
-        posenc.add_sinusoidal(t)
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_torch_tensors_that_require_grad_are_read(name, isa):
+    """Every read-only tensor argument (x, tables, slopes, positions, frequencies, scores...) may require
+    grad: read through a detached view, the result as from plain arrays."""
+    assert_same(call(name, to_torch_requiring_grad), call(name, np.array))
+
+
+@requires_torch
+def test_tensors_that_require_grad_are_viewed_not_copied():
+    t = torch.arange(24, dtype=torch.float32).reshape(4, 6).requires_grad_(True)[:, ::2]  # strided, not a leaf
+    view = _checks.as_array(t, "x")
+    assert view.ctypes.data == t.data_ptr() and view.strides == t.detach().numpy().strides
+    p = torch.nn.Parameter(torch.zeros(3, 4))
+    assert _checks.as_array(p, "table").ctypes.data == p.data_ptr()
+    if BFLOAT16 is not None:
+        b = torch.zeros(3, 4, dtype=torch.bfloat16, requires_grad=True)
+        bview = _checks.as_array(b, "x")
+        assert bview.dtype == BFLOAT16 and bview.ctypes.data == b.data_ptr()
+
+
+@requires_torch
+@pytest.mark.parametrize("name", [n for n in FUNCTIONS if any(o[1].kind == "f" for o in spec(n).outs.values())])
+def test_torch_out_that_requires_grad_is_refused_untouched(name, isa):
+    """An out= tensor that requires grad (a floating one: torch has no others) is a ValueError naming it
+    (in place would bypass autograd); nothing is written, not even into the other outs."""
+    for arg in (a for a, o in spec(name).outs.items() if o[1].kind == "f"):
+        templates = out_templates(name)
+        tensors = {a: torch.from_numpy(t.copy()) for a, t in templates.items()}
+        tensors[arg].requires_grad_(True)
+        with pytest.raises(ValueError, match=arg):
+            call(name, to_torch, tensors)
+        for a, t in tensors.items():
+            np.testing.assert_array_equal(t.detach().numpy(), templates[a])
+
+
+@requires_torch
+def test_classes_read_tensors_that_require_grad(isa):
+    q = torch.randn(2, 5, 4, 16, requires_grad=True)
+    k = torch.randn(2, 5, 1, 16, requires_grad=True)
+    rope = posenc.RotaryEmbedding(16)
+    assert_same(rope(q, k, positions=torch.arange(5.0, requires_grad=True)),
+                rope(q.detach().numpy(), k.detach().numpy(), positions=np.arange(5.0)))
+    with pytest.raises(ValueError, match="out_q"):
+        rope(q, k, out_q=q)
+    emb = posenc.LearnedPositionalEmbedding(8, 16, seed=0)
+    x = torch.randn(1, 5, 16, requires_grad=True)
+    assert_same(emb.add(x), emb.add(x.detach().numpy()))
 
 
 # --- bfloat16: rounded once, in the kernel ----------------------------------------------------

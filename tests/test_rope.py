@@ -713,3 +713,19 @@ def test_empty(isa):
     assert posenc.apply_rope(np.zeros((2, 0, 2, 8), np.float32)).shape == (2, 0, 2, 8)
     assert posenc.apply_rope(np.zeros((2, 3, 0, 8), np.float32)).shape == (2, 3, 0, 8)
     assert posenc.rope_cos_sin(0, 8)[0].shape == (0, 4)
+
+
+@pytest.mark.parametrize("shape,seq_axis,offset,base", [((1, 1, 1, 128), -3, 4000, 10000.0), ((2, 4, 3, 64), -2, 0, 500000),
+                                                        ((5, 6), -2, -7, 1e4), ((3, 2, 8), -3, 2**52, 10000.0)])
+def test_decode_fast_lane_builds_the_full_checks_params(shape, seq_axis, offset, base):
+    """rope_params' fast lane for plain arguments (ints, bools, default frequencies) gives exactly the plan
+    the full checks give (reached here with a NumPy integer offset, which the lane does not take)."""
+    from posenc._plans.rope import rope_params
+
+    x = np.zeros(shape, np.float32)
+    kw = dict(positions=None, base=base, scaling=None, inv_freq=None, attention_scaling=None, rotary_dim=None,
+              seq_axis=seq_axis, inverse=True, interleaved=False, mrope_section=None, mrope_interleaved=False)
+    fast = rope_params(((x, "x"),), offset=offset, **kw)
+    full = rope_params(((x, "x"),), offset=np.int64(offset), **kw)
+    for name, a, b in zip(fast._fields, fast, full):
+        assert type(a) is type(b) and (np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b), name

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from . import _backend, _checks, _learned, _native_exec, _relative, _rope, _rope_nd, _sinusoidal, _vision, reference
+from . import (_backend, _checks, _learned, _native_exec, _relative, _rope, _rope_nd, _rope_recipes, _sinusoidal, _vision,
+               reference)
 from ._backend import get_backend, set_backend
 from ._learned import *  # noqa: F401,F403 (each family module lists its public names in __all__)
 from ._relative import *  # noqa: F401,F403
 from ._rope import *  # noqa: F401,F403
 from ._rope_nd import *  # noqa: F401,F403
+from ._rope_recipes import *  # noqa: F401,F403
 from ._sinusoidal import *  # noqa: F401,F403
 from ._vision import *  # noqa: F401,F403
 from ._version import __version__
@@ -24,7 +26,8 @@ __all__ = [
     # runtime
     "get_backend", "get_num_threads", "info", "set_backend", "set_num_threads",
     # the families, each module's public names
-    *_sinusoidal.__all__, *_learned.__all__, *_rope.__all__, *_rope_nd.__all__, *_relative.__all__, *_vision.__all__,
+    *_sinusoidal.__all__, *_learned.__all__, *_rope.__all__, *_rope_nd.__all__, *_rope_recipes.__all__,
+    *_relative.__all__, *_vision.__all__,
 ]
 
 

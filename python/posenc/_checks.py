@@ -158,9 +158,16 @@ def _native_order() -> str:
 
 
 def as_array(value: Any, name: str) -> np.ndarray:
-    """A view of ``value`` as an ndarray: no copy for arrays, buffers and DLPack tensors."""
+    """A view of ``value`` as an ndarray: no copy for arrays, buffers and DLPack tensors.
+
+    A torch tensor that requires grad is read through ``detach()``, a view of
+    the same memory outside autograd (posenc's results carry no gradient);
+    :func:`output` refuses one as an ``out``.
+    """
     if isinstance(value, np.ndarray):
         return value
+    if _requires_grad(value):
+        value = value.detach()
     if hasattr(value, "__dlpack__") and not hasattr(value, "__array__"):
         try:
             return np.from_dlpack(value)
@@ -173,6 +180,11 @@ def as_array(value: Any, name: str) -> np.ndarray:
         if view is not None:
             return view
         raise TypeError(f"{name} must be array-like, got {type(value).__name__}: {exc}") from None
+
+
+def _requires_grad(value: Any) -> bool:
+    """Whether ``value`` is a torch tensor that requires grad (NumPy and DLPack refuse to export those)."""
+    return type(value).__module__.split(".")[0] == "torch" and getattr(value, "requires_grad", False) is True
 
 
 def _torch_bfloat16(value: Any, name: str) -> Optional[np.ndarray]:
@@ -295,6 +307,9 @@ def output(
         # list would stay as it was.
         raise TypeError(f"{name} must be an array that exposes its memory (a NumPy array, a CPU tensor), "
                         f"got {type(out).__name__}")
+    if _requires_grad(out):
+        raise ValueError(f"{name} is a torch tensor that requires grad: writing it in place would bypass autograd "
+                         f"(pass a tensor that does not require grad; {name}.detach() shares its memory)")
     arr = as_array(out, name)
     if arr.dtype != dtype:
         raise TypeError(f"{name} must have dtype {dtype}, got {arr.dtype}")
@@ -359,6 +374,21 @@ def disjoint(a: np.ndarray, a_name: str, b: np.ndarray, b_name: str) -> None:
     """Refuse two operands that may share memory (an ``out`` and another call's operand, or two outs)."""
     if _overlap(a, b):
         raise ValueError(f"{a_name} overlaps {b_name}")
+
+
+# --- added by rope (issue 13): one first position per batch row
+
+def offsets(value: Any, count: int, name: str = "offset") -> np.ndarray:
+    """A 1-D integer array of first positions (one per batch row), each such that ``value[b] + k`` for
+    k < count stays exact in float64, as int64."""
+    arr = integer_array(value, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be an integer or a 1-D array of one integer per batch row, got shape {arr.shape}")
+    last = max(count - 1, 0)
+    if arr.size and (arr.max() > MAX_EXACT_POSITION - last or (arr.dtype.kind == "i" and arr.min() < -MAX_EXACT_POSITION)):
+        raise ValueError(f"{name} must keep positions within +-2**53 (exact in float64), got values in "
+                         f"[{arr.min()}, {arr.max()}] for {count} positions")
+    return arr.astype(np.int64)
 
 
 # --- added by rope_nd (moved from _vision: sinusoidal_nd and rope_axial_freqs take the same argument)

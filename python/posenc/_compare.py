@@ -5,9 +5,10 @@ is a quoted or asserted property). Two kinds of encoding are compared:
 
 - *Position vectors* (sinusoidal in both layouts, a triangle-wave variant of
   the multi-frequency idea, a learned table at its random initialisation,
-  RoPE): ``E[p]`` is the vector that stands for position ``p``. For RoPE it is
-  a fixed unit query rotated to position ``p`` (``apply_rope``), the part of
-  attention that carries the position.
+  RoPE, Qwen2-VL's 2-D vision RoPE along one row of patches): ``E[p]`` is the
+  vector that stands for position ``p``. For RoPE it is a fixed unit query
+  rotated to position ``p`` (``apply_rope``; ``apply_rope_nd`` at patch
+  ``(0, p)`` for the 2-D one), the part of attention that carries the position.
 - *Attention biases* (ALiBi, T5): the bias ``b_h(d)`` that head ``h`` adds to
   the logit of a key ``d`` positions before the query. These encode no
   absolute position, so "positions" below are relative distances ``d``.
@@ -139,6 +140,14 @@ def encodings(s: Settings) -> List[Encoding]:
         x = np.broadcast_to(query, (p.shape[0], 1, s.dim)).copy()
         return np.asarray(posenc.apply_rope(x, p, scaling=scaling), np.float64)[:, 0, :]
 
+    def vision_row(p: NDArray[np.int64]) -> Array:
+        # Qwen2-VL's vision tower along one row of patches: coordinates (0, p); rows own the first half of the
+        # pairs, columns the second, each with base^(-2i/(dim/2)) (features past 4·(dim // 4) pass through)
+        half = 2 * (s.dim // 4)
+        coords = np.stack([np.zeros_like(p), p], axis=-1)
+        x = np.broadcast_to(query, (p.shape[0], 1, s.dim)).copy()
+        return np.asarray(posenc.apply_rope_nd(x, coords, posenc.rope_axial_freqs((half, half))), np.float64)[:, 0, :]
+
     t5_table = rng.standard_normal((32, s.heads))  # T5's learned table at a random initialisation
 
     def alibi(q: int, k: int, offset: int) -> Array:
@@ -166,6 +175,8 @@ def encodings(s: Settings) -> List[Encoding]:
         Encoding("RoPE + YaRN x4", "vector",
                  "YaRN (factor 4, original length L) at inference on a model trained with plain RoPE",
                  vectors=lambda p: rope(p, yarn), trained=rope),
+        Encoding("Qwen2-VL vision (a row)", "vector",
+                 "2-D RoPE, unit query at patch (0, p): column pairs rotate, row pairs stay", vectors=vision_row),
         Encoding("ALiBi", "bias", f"{s.heads} heads, causal", bias=alibi, causal=True),
         Encoding("T5 (init)", "bias", f"32 buckets, max_distance 128, N(0, 1) table, {s.heads} heads",
                  bias=t5),

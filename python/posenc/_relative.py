@@ -314,18 +314,18 @@ def t5_bucket(relative_position: Any, *, bidirectional: bool = True, num_buckets
     distance, then looks distances up among those boundaries: no logarithm
     per element, any ``max_distance``.
 
-    One caveat, inherent to the reference: where the formula's *exact* value
-    is an integer (a bucket start hit exactly, e.g. ``num_buckets=34,
-    max_distance=27``, distance ±12, where log(1.5)/log(3.375)·9 = 3), the
-    float32 result depends on the last bit of the float32 log, which differs
-    between frameworks (PyTorch on x86 takes it from MKL, which is not
-    correctly rounded; elsewhere from SLEEF; TensorFlow from Eigen). posenc
-    uses the correctly rounded log there. Against PyTorch/MKL, an exhaustive
-    comparison over ~3,000 parameter sets (every distance to beyond
-    ``2·max_distance``) agrees everywhere except at such exact-boundary
-    distances (a few dozen, one bucket apart); in every tested parameter set
-    whose ``max_distance / max_exact`` is a power of two, the default
-    ``(32, 128)`` among them, it agrees at every distance.
+    One exception, where the reference itself is ambiguous: where the
+    formula's *exact* value is an integer (a bucket start hit exactly, e.g.
+    ``num_buckets=96, max_distance=81``, distance -36, where
+    log(1.5)/log(3.375)·24 = 8), the float32 result depends on the last bit
+    of the float32 log, which differs between platforms (PyTorch takes it
+    from MKL, whose result depends on the CPU; elsewhere from SLEEF;
+    TensorFlow from Eigen). posenc takes the exact bucket there (32 in the
+    example). Against PyTorch 2.13 on this project's Intel test machine, an
+    exhaustive comparison over ~3,000 parameter sets (every distance to
+    beyond ``2·max_distance``) agrees everywhere except at 10 of those 609
+    exact-boundary distances (one bucket apart); with the default
+    ``(32, 128)`` it agrees at every distance.
 
     Parameters
     ----------
@@ -477,16 +477,16 @@ def deberta_bucket(relative_position: Any, *, bucket_size: int = 256, max_positi
     ``log((max_position - 1) / mid)`` a float32 tensor), and near bucket
     boundaries float32 and float64 disagree. posenc evaluates the same
     float32 chain operation for operation with the correctly rounded float32
-    log. Where the chain's *exact* value is a whole number (``|d| / mid`` and
-    ``(max_position - 1) / mid`` powers of one rational, e.g.
-    ``bucket_size=16, max_position=13``, ``|d| = 27``: ``log 3.375 / log 1.5
-    · 7 = 21``) the float32 value often lands just above it and ``ceil``
-    gives the next bucket; Transformers does the same, so unlike
-    :func:`t5_bucket` posenc keeps the float32 result there (taking the exact
-    value would differ from Transformers at every one of them). Only the last
-    bit of the log could still differ (PyTorch on x86 takes it from MKL); the
-    tests enumerate every such whole-number distance of a sweep of
-    configurations and compare with Transformers' own function there.
+    log, except where the chain's *exact* value is a whole number
+    (``|d| / mid`` and ``(max_position - 1) / mid`` powers of one rational,
+    e.g. ``bucket_size=16, max_position=13``, ``|d| = 27``: ``log 3.375 /
+    log 1.5 · 7 = 21``): there the float32 value lands just above or below
+    the integer depending on the last bit of the platform's float32 log, and
+    posenc takes the exact bucket, as :func:`t5_bucket` does. Transformers
+    follows its float32 chain there, so it can differ from posenc at those
+    distances (on this project's Intel test machine at 310 of the 13,696 tie
+    distances of its sweep); the tests enumerate them with integer
+    arithmetic and check they are the only differences.
 
     Parameters
     ----------
@@ -504,8 +504,8 @@ __DEBERTA_PARAMETERS__
     >>> import posenc
     >>> posenc.deberta_bucket([-1000, -129, -128, 0, 5, 128, 129, 511, 4096])
     array([-317, -129, -128,    0,    5,  128,  129,  255,  446])
-    >>> posenc.deberta_bucket([27], bucket_size=16, max_position=13)  # exact value 29, as Transformers
-    array([30])
+    >>> posenc.deberta_bucket([27], bucket_size=16, max_position=13)  # a tie: exactly 8 + 21 = 29
+    array([29])
     >>> posenc.deberta_bucket([3, 300], bucket_size=0)
     array([  3, 300])
     """

@@ -21,7 +21,7 @@ from . import _checks
 from ._api import entry
 from ._plans.rope import (DEFAULT_BASE, SEQ_DEPENDENT, RopeCosSin, RopeParams, RopeRotationQK, _pair_axes,
                           config_rotary, cos_sin, parse_scaling, positions_from_cu_seqlens, rope_inv_freq, rope_params, rotation,
-                          rotation_qk, scheme_frequencies)
+                          rotation_qk, scheme_frequencies, xpos_args, xpos_rotations)
 
 __all__ = ["RotaryEmbedding", "apply_rope", "apply_rope_qk", "positions_from_cu_seqlens", "rope_cos_sin",
            "rope_inv_freq"]
@@ -66,7 +66,7 @@ def rope_cos_sin(positions: Any, dim: int, *, base: float = DEFAULT_BASE, scalin
 def apply_rope(x: Any, positions: Any = None, *, base: float = DEFAULT_BASE, scaling: Any = None, inv_freq: Any = None,
                attention_scaling: Any = None, rotary_dim: Any = None, interleaved: bool = False, seq_axis: int = -3,
                offset: int = 0, inverse: bool = False, mrope_section: Any = None, mrope_interleaved: bool = False,
-               out: Any = None) -> Any:
+               cos: Any = None, sin: Any = None, out: Any = None) -> Any:
     """Rotate the feature pairs of ``x`` by position·frequency (rotary position embedding, RoPE).
 
     For each pair (u, v) and angle θ = position·ω_j:
@@ -106,8 +106,12 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = DEFAULT_BASE, sca
         ``rotate_half``). True: pairs (2j, 2j+1) (GPT-J, RoFormer, Meta's
         llama reference code with complex numbers).
     seq_axis : {-3, -2}
-    offset : int
-        First position when ``positions`` is None (a KV-cache step).
+    offset : int or array_like of int, shape [batch]
+        First position when ``positions`` is None (a KV-cache step). An
+        array gives each batch row its own: row b sits at positions
+        ``offset[b] + arange(seq)`` (decode steps of sequences of different
+        lengths); ``[batch]`` must match axis 0 of x, which must not be the
+        sequence axis. Not with ``positions``.
     inverse : bool
         Rotate by −θ: ``a·R(−θ)``, the transpose — the backward pass; the
         inverse of the rotation when a = 1.
@@ -118,6 +122,20 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = DEFAULT_BASE, sca
     mrope_interleaved : bool
         Qwen3-VL's layout: pair j takes axis j mod 3 while j < 3·section[j mod 3],
         otherwise axis 0.
+    cos, sin : array_like, floating, of shape [seq, W] or [batch, seq, W], optional
+        Precomputed tables (both or neither) that replace the angles: pair j of
+        row s rotates by ``cos[..., s, j]`` and ``sin[..., s, j]`` as given
+        (any attention scaling already inside), so posenc drops into code
+        that receives cos/sin. W = rotary_dim/2 (one column per pair, as
+        :func:`rope_cos_sin` returns them) or W = rotary_dim (one column per
+        rotated feature, each pair's value twice: what Transformers'
+        ``LlamaRotaryEmbedding`` returns and ``apply_rotary_pos_emb`` receives,
+        ``cat((c, c), -1)``; with ``interleaved=True``,
+        ``repeat_interleave(c, 2, -1)``; the two copies must agree). rotary_dim
+        defaults to head_dim: pass it for a partial rotation (Phi, GPT-NeoX).
+        ``[batch, seq, W]`` follows axis 0 of x; ``[1, seq, W]`` broadcasts.
+        Any float dtype; read in float64, finite. Not with positions, offset,
+        base, scaling, inv_freq, attention_scaling or mrope_section.
     out : array of x's shape and dtype, optional
         May be x itself (in place). Any other overlap with x is refused.
 
@@ -135,12 +153,22 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = DEFAULT_BASE, sca
     >>> back = posenc.apply_rope(x, inverse=True)
     >>> bool(np.allclose(back, 1, atol=1e-6))
     True
+    >>> # A decode step: the next token of two cached sequences of lengths 7 and 12.
+    >>> step = np.ones((2, 1, 2, 8), np.float32)
+    >>> y = posenc.apply_rope(step, offset=np.array([7, 12]))
+    >>> bool(np.array_equal(y[1], posenc.apply_rope(step[1:], offset=12)[0]))
+    True
+    >>> # Tables computed elsewhere (here Transformers' layout: [batch, seq, head_dim], halves repeated).
+    >>> c, s = posenc.rope_cos_sin(4, 8, dtype="float64")
+    >>> hf_cos, hf_sin = np.concatenate([c, c], -1)[None], np.concatenate([s, s], -1)[None]
+    >>> bool(np.allclose(posenc.apply_rope(x, cos=hf_cos, sin=hf_sin), posenc.apply_rope(x), atol=1e-6))
+    True
     """
     xa = _checks.float_array(x, "x")
     params = rope_params(((xa, "x"),), positions=positions, offset=offset, base=base, scaling=scaling,
                          inv_freq=inv_freq, attention_scaling=attention_scaling, rotary_dim=rotary_dim,
                          interleaved=interleaved, seq_axis=seq_axis, inverse=inverse, mrope_section=mrope_section,
-                         mrope_interleaved=mrope_interleaved)
+                         mrope_interleaved=mrope_interleaved, cos=cos, sin=sin)
     return rotation(xa, out, params)
 
 
@@ -148,7 +176,8 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = DEFAULT_BASE, sca
 def apply_rope_qk(q: Any, k: Any, positions: Any = None, *, base: float = DEFAULT_BASE, scaling: Any = None,
                   inv_freq: Any = None, attention_scaling: Any = None, rotary_dim: Any = None,
                   interleaved: bool = False, seq_axis: int = -3, offset: int = 0, inverse: bool = False,
-                  mrope_section: Any = None, mrope_interleaved: bool = False, out_q: Any = None,
+                  mrope_section: Any = None, mrope_interleaved: bool = False, cos: Any = None, sin: Any = None,
+                  xpos_scale_base: Any = None, xpos_center: Any = 0, out_q: Any = None,
                   out_k: Any = None) -> Tuple[Any, Any]:
     """Rotate queries and keys in one pass: each row's cos/sin are computed once for both.
 
@@ -165,8 +194,24 @@ def apply_rope_qk(q: Any, k: Any, positions: Any = None, *, base: float = DEFAUL
     q : array_like, floating, of shape [..., seq, heads_q, head_dim_q] (seq_axis=-3) or [..., heads_q, seq, head_dim_q]
     k : array_like, floating, of shape [..., seq, heads_k, head_dim_k] (seq_axis=-3) or [..., heads_k, seq, head_dim_k]
     positions, base, scaling, inv_freq, attention_scaling, rotary_dim, interleaved, seq_axis, offset, inverse, \
-mrope_section, mrope_interleaved
-        As in :func:`apply_rope`, shared by q and k (``[batch, seq]`` positions follow axis 0 of both).
+mrope_section, mrope_interleaved, cos, sin
+        As in :func:`apply_rope`, shared by q and k (``[batch, seq]`` positions, offset arrays and
+        ``[batch, seq, W]`` tables follow axis 0 of both). With ``cos``/``sin`` this is Transformers'
+        ``apply_rotary_pos_emb(q, k, cos, sin)`` (q and k ``[batch, heads, seq, head_dim]``: ``seq_axis=-2``).
+    xpos_scale_base : float, optional
+        xPos (Sun et al. 2022, "A Length-Extrapolatable Transformer"): when
+        given (> 0; 512 in torchscale and rotary-embedding-torch), pair j of
+        q at position n is also multiplied by ``ζ_j^((n − c)/xpos_scale_base)``
+        and of k by ``ζ_j^(−(n − c)/xpos_scale_base)``,
+        ``ζ_j = (2j + 0.4·rotary_dim)/(1.4·rotary_dim)``, so that scores decay
+        as ``ζ_j^((m − n)/xpos_scale_base)`` with the distance. Angles and
+        scales in float64, rounded once. Not with cos/sin or mrope_section.
+    xpos_center : float
+        The centre c (scores do not depend on it; it keeps the scales finite:
+        |n − c| beyond ~567·xpos_scale_base overflows float64, a ValueError,
+        and float32 results overflow far earlier). rotary-embedding-torch's
+        ``rotate_queries_and_keys`` uses ``seq_len // 2``, torchscale's ``XPOS``
+        ``ceil(seq_len / 2)`` (its decoding step: the cached length + 1).
     out_q, out_k : arrays of q's and k's shapes and dtypes, optional
         Each may be its own input (in place), not the other operand nor the other out.
 
@@ -184,13 +229,24 @@ mrope_section, mrope_interleaved
     >>> # <R_m q, R_n k> depends on n - m only:
     >>> bool(np.isclose(q[0, 1, 0] @ k[0, 3, 0], q[0, 2, 0] @ k[0, 4, 0], rtol=1e-5))
     True
+    >>> # xPos: the same, times ζ_j^((m - n)/scale_base) whatever the centre (one pair: ζ_0 = 0.4/1.4)
+    >>> q = k = np.ones((1, 5, 1, 2))
+    >>> xq, xk = posenc.apply_rope_qk(q, k, xpos_scale_base=512, xpos_center=2)
+    >>> rq, rk = posenc.apply_rope_qk(q, k)
+    >>> ratio = (xq[0, 3, 0] @ xk[0, 1, 0]) / (rq[0, 3, 0] @ rk[0, 1, 0])   # query 2 positions after the key
+    >>> bool(np.isclose(ratio, (0.4 / 1.4) ** (2 / 512)))
+    True
     """
     qa, ka = _checks.float_array(q, "q"), _checks.float_array(k, "k")
     params = rope_params(((qa, "q"), (ka, "k")), positions=positions, offset=offset, base=base, scaling=scaling,
                          inv_freq=inv_freq, attention_scaling=attention_scaling, rotary_dim=rotary_dim,
                          interleaved=interleaved, seq_axis=seq_axis, inverse=inverse, mrope_section=mrope_section,
-                         mrope_interleaved=mrope_interleaved)
-    return rotation_qk(qa, ka, params, out_q=out_q, out_k=out_k)
+                         mrope_interleaved=mrope_interleaved, cos=cos, sin=sin)
+    xpos = xpos_args(xpos_scale_base, xpos_center)
+    if xpos is None:
+        return rotation_qk(qa, ka, params, out_q=out_q, out_k=out_k)
+    pq, pk = xpos_rotations(params, qa.shape[params.seq_axis], *xpos)
+    return rotation_qk(qa, ka, pq, params_k=pk, out_q=out_q, out_k=out_k)
 
 
 @entry
@@ -219,6 +275,9 @@ class RotaryEmbedding:
         Rotated leading features (partial rotary); default ``dim``.
     interleaved : bool
         GPT-J pairing (see :func:`apply_rope`).
+    xpos_scale_base : float, optional
+        xPos (see :func:`apply_rope_qk`): q and k are also scaled by
+        ``ζ_j^(±(n − c)/xpos_scale_base)``, c the call's ``xpos_center``.
     max_positions : int, optional
         If given, :meth:`cos_sin` serves integer positions below it from
         cached float32 tables ``cos_cached``/``sin_cached`` [max_positions,
@@ -249,7 +308,7 @@ class RotaryEmbedding:
 
     def __init__(self, dim: int, *, base: float = DEFAULT_BASE, scaling: Any = None, rotary_dim: Any = None,
                  interleaved: bool = False, max_positions: Any = None,
-                 mrope_section: Any = None, mrope_interleaved: bool = False) -> None:
+                 mrope_section: Any = None, mrope_interleaved: bool = False, xpos_scale_base: Any = None) -> None:
         self.dim = _checks.integer(dim, "dim", minimum=1)
         self.rotary_dim = self.dim if rotary_dim is None else _checks.even_dim(rotary_dim, "rotary_dim")
         if self.rotary_dim % 2:
@@ -282,6 +341,10 @@ class RotaryEmbedding:
         self._seq_len: Optional[int] = None
         self.inv_freq, self.attention_scaling = scheme_frequencies(self.rotary_dim, self.base, self._kind, self._params)
         self._tables: Optional[Tuple[np.ndarray, np.ndarray]] = None
+        self.xpos_scale_base = None if xpos_scale_base is None else _checks.real(xpos_scale_base, "xpos_scale_base",
+                                                                                  positive=True)
+        if self.xpos_scale_base is not None and self.mrope_section is not None:
+            raise ValueError("xpos_scale_base does not combine with mrope_section (which position would scale?)")
 
     @classmethod
     def from_config(cls, config: Any, *, layer_type: Any = None, max_positions: Any = None) -> "RotaryEmbedding":
@@ -364,7 +427,8 @@ class RotaryEmbedding:
             self._seq_len = seq_len
 
     def __call__(self, q: Any, k: Any, positions: Any = None, offset: int = 0, *, seq_axis: int = -3,
-                 inverse: bool = False, out_q: Any = None, out_k: Any = None) -> Tuple[Any, Any]:
+                 inverse: bool = False, xpos_center: Any = 0, out_q: Any = None, out_k: Any = None
+                 ) -> Tuple[Any, Any]:
         """Rotate q and k by this embedding's frequencies, in one pass (see :func:`apply_rope_qk`).
 
         Parameters
@@ -373,11 +437,15 @@ class RotaryEmbedding:
             Floating; any strides. The head counts may differ, dtypes too.
         positions : array_like of shape [seq] or [batch, seq], optional
             None: ``offset + arange(seq)``.
-        offset : int
-            First position when ``positions`` is None (a KV-cache step).
+        offset : int or array_like of int, shape [batch]
+            First position when ``positions`` is None (a KV-cache step); an
+            array gives each batch row (axis 0) its own (see :func:`apply_rope`).
         seq_axis : {-3, -2}
         inverse : bool
             Rotate by −θ (the backward pass).
+        xpos_center : float
+            xPos's centre c (with ``xpos_scale_base``; see :func:`apply_rope_qk`).
+            rotary-embedding-torch's ``rotate_queries_and_keys`` is ``seq_len // 2``.
         out_q, out_k : arrays of q's and k's shapes and dtypes, optional
             ``out_q=q, out_k=k`` rotates in place.
 
@@ -394,7 +462,13 @@ class RotaryEmbedding:
         if self._kind in SEQ_DEPENDENT:
             self._at_length(_last_position(params, qa.shape[seq_axis]) + 1)
             params = params._replace(inv_freq=self.inv_freq, scale=self.attention_scaling)
-        plan: RopeRotationQK = rotation_qk(qa, ka, params, out_q=out_q, out_k=out_k)
+        xpos = None if self.xpos_scale_base is None and type(xpos_center) is int and xpos_center == 0 else (
+            xpos_args(self.xpos_scale_base, xpos_center))
+        if xpos is None:
+            plan: RopeRotationQK = rotation_qk(qa, ka, params, out_q=out_q, out_k=out_k)
+        else:
+            pq, pk = xpos_rotations(params, qa.shape[params.seq_axis], *xpos)
+            plan = rotation_qk(qa, ka, pq, params_k=pk, out_q=out_q, out_k=out_k)
         return _execute(plan)  # type: ignore[no-any-return]
 
     def cos_sin(self, positions: Any, dtype: Any = np.float32) -> Tuple[np.ndarray, np.ndarray]:
@@ -445,8 +519,10 @@ class RotaryEmbedding:
         return None if self._tables is None else self._tables[1]
 
     def __repr__(self) -> str:
+        xpos = "" if self.xpos_scale_base is None else f", xpos_scale_base={self.xpos_scale_base}"
         return (f"RotaryEmbedding(dim={self.dim}, base={self.base}, scaling={self.scaling!r}, "
-                f"rotary_dim={self.rotary_dim}, interleaved={self.interleaved}, max_positions={self.max_positions})")
+                f"rotary_dim={self.rotary_dim}, interleaved={self.interleaved}, max_positions={self.max_positions}"
+                f"{xpos})")
 
 
 def _last_position(params: RopeParams, seq: int) -> int:

@@ -15,10 +15,21 @@ from ._memory import aligned, write
 @_api.native(RopeRotation)
 def rotate(plan: RopeRotation) -> Any:
     x, p = aligned(plan.x), plan.params
-    dest = write(plan.out, x.shape, x.dtype,
+    if p.tables is not None:  # the caller's cos/sin (float64 [groups, seq, half])
+        cos, sin = p.tables
+        dest = write(plan.out, x.shape, x.dtype,
+                     lambda d: native.apply_rope_tables(x, d, x.ndim + p.seq_axis, p.grouped, cos, sin, p.scale,
+                                                        p.interleaved, p.inverse))
+        return _api.returned(plan.out, dest)
+    out = plan.out
+    if out is not None and out.array.flags.aligned:  # straight into the caller's array (a decode step's path)
+        native.apply_rope(x, out.array, x.ndim + p.seq_axis, p.grouped, p.positions, p.start, p.inv_freq,
+                          p.pair_axis, p.scale, p.interleaved, p.inverse)
+        return out.given
+    dest = write(out, x.shape, x.dtype,
                  lambda d: native.apply_rope(x, d, x.ndim + p.seq_axis, p.grouped, p.positions, p.start, p.inv_freq,
                                              p.pair_axis, p.scale, p.interleaved, p.inverse))
-    return _api.returned(plan.out, dest)
+    return _api.returned(out, dest)
 
 
 def _one_pass(q: RopeRotation, k: RopeRotation) -> bool:
@@ -30,11 +41,15 @@ def _one_pass(q: RopeRotation, k: RopeRotation) -> bool:
 @_api.native(RopeRotationQK)
 def rotate_qk(plan: RopeRotationQK) -> Tuple[Any, Any]:
     q, k = plan
-    if not _one_pass(q, k):
-        return rotate(q), rotate(k)  # the same result in two calls
+    if q.params is not k.params or not _one_pass(q, k):
+        return rotate(q), rotate(k)  # the same result in two calls (or each operand its own rotation)
     p = q.params
     yq = _api.target(q.out, q.x.shape, q.x.dtype)
     yk = _api.target(k.out, k.x.shape, k.x.dtype)
+    if p.tables is not None:
+        native.apply_rope_tables_qk(q.x, yq, k.x, yk, q.x.ndim + p.seq_axis, p.grouped, p.tables[0], p.tables[1],
+                                    p.scale, p.interleaved, p.inverse)
+        return _api.returned(q.out, yq), _api.returned(k.out, yk)
     # Each row's cos/sin computed once, for the heads of both.
     native.apply_rope_qk(q.x, yq, k.x, yk, q.x.ndim + p.seq_axis, p.grouped, p.positions, p.start, p.inv_freq,
                          p.pair_axis, p.scale, p.interleaved, p.inverse)

@@ -18,7 +18,8 @@ def _families() -> List[Any]:
     """The public family modules (imported when first needed: posenc/__init__ has loaded them by then)."""
     import posenc
 
-    return [posenc._sinusoidal, posenc._learned, posenc._rope, posenc._rope_nd, posenc._relative, posenc._vision]
+    return [posenc._sinusoidal, posenc._learned, posenc._rope, posenc._rope_nd,
+            posenc._rope_recipes, posenc._relative, posenc._vision]
 
 
 def _public_functions() -> List[str]:

@@ -42,13 +42,29 @@ def _angles(plan: RopeRotation) -> np.ndarray:
     return result
 
 
+def _tables(plan: RopeRotation) -> Tuple[np.ndarray, np.ndarray]:
+    """The caller's float64 cos/sin [groups, seq, half], broadcastable to x[..., rotary_dim/2] as ``_angles``."""
+    x, p = plan.x, plan.params
+    assert p.tables is not None
+    shape = [1] * x.ndim
+    shape[x.ndim + p.seq_axis] = p.tables[0].shape[1]
+    shape[-1] = p.tables[0].shape[2]
+    if p.grouped:
+        shape[0] = p.tables[0].shape[0]
+    return p.tables[0].reshape(shape), p.tables[1].reshape(shape)
+
+
 def _rotated(plan: RopeRotation) -> np.ndarray:
     """The rotated x in float64."""
     p = plan.params
     x = plan.x.astype(np.float64)
-    theta = _angles(plan)
-    c = p.scale * np.cos(theta)
-    s = p.scale * np.sin(theta)
+    if p.tables is not None:
+        c, s = _tables(plan)
+        c, s = p.scale * c, p.scale * s
+    else:
+        theta = _angles(plan)
+        c = p.scale * np.cos(theta)
+        s = p.scale * np.sin(theta)
     if p.inverse:
         s = -s
     rd, half = p.rotary_dim, p.rotary_dim // 2
