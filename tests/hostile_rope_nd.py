@@ -11,8 +11,9 @@ from typing import Callable, Dict
 import numpy as np
 
 from helpers import rand
-from hostile import SIZE_ERRORS, Spec, byteswapped, empty_of, misaligned, negative_strides, stepped
+from hostile import Spec, byteswapped, empty_of, misaligned, negative_strides, stepped
 from hostile_rope import in_place_variants
+from hostile_vision import axes_dims_cases
 
 F32 = np.float32
 VE, TE = ValueError, TypeError
@@ -113,14 +114,7 @@ def spec_rope_nd_cos_sin() -> Spec:
 
 def spec_rope_axial_freqs() -> Spec:
     s = Spec("rope_axial_freqs", axes_dims=(4, 6))
-    for id, v, exc in [("empty", (), VE), ("odd", (4, 5), VE), ("zero", (4, 0), VE), ("negative", (-2, 4), VE),
-                       ("float", (4.0, 6), TE), ("int", 4, TE), ("str", "46", TE), ("none", None, TE),
-                       ("bool", (True, 4), TE)]:
-        s.raises(f"axes_dims-{id}", exc, "axes_dims", axes_dims=v)
-    for h in (2**62, 2**64 + 2):
-        s.raises(f"axes_dims-huge-{h.bit_length() - 1}", SIZE_ERRORS, "", axes_dims=(4, h))
-    s.same("axes_dims-numpy", clean={"axes_dims": (4, 6)}, axes_dims=np.array([4, 6]))
-    s.same("axes_dims-list", clean={"axes_dims": (4, 6)}, axes_dims=[4, 6])
+    axes_dims_cases(s)
     s.base("base")
     return s
 

@@ -12,6 +12,18 @@ from hostile import SIZE_ERRORS, Spec, empty_of
 F32 = np.float32
 
 
+def axes_dims_cases(s: Spec) -> None:
+    """``axes_dims`` (baseline (4, 6)): a non-empty sequence of even feature counts (sinusoidal_nd, rope_axial_freqs)."""
+    for id, v, exc in [("empty", (), ValueError), ("odd", (4, 5), ValueError), ("zero", (4, 0), ValueError),
+                       ("negative", (-2, 4), ValueError), ("float", (4.0, 6), TypeError), ("int", 4, TypeError),
+                       ("str", "46", TypeError), ("none", None, TypeError), ("bool", (True, 4), TypeError)]:
+        s.raises(f"axes_dims-{id}", exc, "axes_dims", axes_dims=v)
+    for h in (2**62, 2**64 + 2):
+        s.raises(f"axes_dims-huge-{h.bit_length() - 1}", SIZE_ERRORS, "", axes_dims=(4, h))
+    s.same("axes_dims-numpy", clean={"axes_dims": (4, 6)}, axes_dims=np.array([4, 6]))
+    s.same("axes_dims-list", clean={"axes_dims": (4, 6)}, axes_dims=[4, 6])
+
+
 def spec_sinusoidal_nd() -> Spec:
     coords = np.array([[0, 1], [3, 2], [7, 5], [2, 2]])
     s = Spec("sinusoidal_nd", coords=coords, axes_dims=(4, 6), dtype=F32)
@@ -22,14 +34,7 @@ def spec_sinusoidal_nd() -> Spec:
     s.check("coords-empty", empty_of((0, 10)), coords=np.zeros((0, 2), np.int64))
     s.check("coords-3d", empty_of((2, 2, 10)), coords=coords.reshape(2, 2, 2))
     s.check("coords-1d", empty_of((10,)), coords=np.array([3, 4]))
-    for id, v, exc in [("empty", (), ValueError), ("odd", (4, 5), ValueError), ("zero", (4, 0), ValueError),
-                       ("negative", (-2, 4), ValueError), ("float", (4.0, 6), TypeError), ("int", 4, TypeError),
-                       ("str", "46", TypeError), ("none", None, TypeError), ("bool", (True, 4), TypeError)]:
-        s.raises(f"axes_dims-{id}", exc, "axes_dims", axes_dims=v)
-    for h in (2**62, 2**64 + 2):
-        s.raises(f"axes_dims-huge-{h.bit_length() - 1}", SIZE_ERRORS, "", axes_dims=(4, h))
-    s.same("axes_dims-numpy", clean={"axes_dims": (4, 6)}, axes_dims=np.array([4, 6]))
-    s.same("axes_dims-list", clean={"axes_dims": (4, 6)}, axes_dims=[4, 6])
+    axes_dims_cases(s)
     s.base("base")
     s.flag("interleaved")
     s.raises("dtype-int", TypeError, "dtype", dtype=np.int32)

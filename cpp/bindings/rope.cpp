@@ -81,6 +81,18 @@ void apply(py::array x, py::array out, py::ssize_t seq_axis, bool grouped, std::
     kernel(args, &a.op, 1);
 }
 
+// Checked q and k (same groups and rows) rotated by args in one kernel call.
+void rotate_pair(const RopeArgs& args, const Operand& a, const Operand& b, DType dt, std::int64_t elements) {
+    RopeOperand ops[2];
+    int n = 0;
+    if (!a.x.empty()) ops[n++] = a.op;
+    if (!b.x.empty()) ops[n++] = b.op;
+    if (n == 0) return;
+    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
+    const ReleaseGil release(elements);
+    kernel(args, ops, n);
+}
+
 // q and k in one pass: each row's cos/sin serve the heads of both.
 void apply_qk(py::array q, py::array out_q, py::array k, py::array out_k, py::ssize_t seq_axis, bool grouped,
               std::optional<py::array> positions, double start, py::array inv_freq,
@@ -92,14 +104,7 @@ void apply_qk(py::array q, py::array out_q, py::array k, py::array out_k, py::ss
         throw std::invalid_argument("q and k must have the same batch and seq length");
     const RopeArgs args = args_of(a.x, positions, start, inv_freq, pair_axis, scale, interleaved, inverse);
     if (2 * args.half > b.x.cols()) throw std::invalid_argument("rotary_dim does not fit k's head_dim");
-    RopeOperand ops[2];
-    int n = 0;
-    if (!a.x.empty()) ops[n++] = a.op;
-    if (!b.x.empty()) ops[n++] = b.op;
-    if (n == 0) return;
-    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
-    const ReleaseGil release(out_q.size() + out_k.size());
-    kernel(args, ops, n);
+    rotate_pair(args, a, b, dt, out_q.size() + out_k.size());
 }
 
 // A float64, C-contiguous array of exactly `shape`; ValueError naming `name` otherwise.
@@ -115,15 +120,19 @@ const double* float64_block(const py::array& a, std::initializer_list<std::int64
     return static_cast<const double*>(a.data());
 }
 
-// Multi-axis angles of x's view: coords [groups, rows, axes], freqs [axes, half].
+// Multi-axis angles of x's view: coords [groups, rows, axes], freqs [axes, half] or, per head, [heads, axes,
+// half] (x's innermost unit axis is then its heads axis: unit u takes freqs[u mod heads]).
 RopeArgs nd_args(const GroupedRows& x, const py::array& coords, const py::array& freqs, bool interleaved,
                  bool inverse) {
-    const std::int64_t axes = freqs.ndim() == 2 ? freqs.shape(0) : -1, half = freqs.ndim() == 2 ? freqs.shape(1) : -1;
-    if (axes < 1 || half < 1 || 2 * half > x.cols())
-        throw std::invalid_argument("freqs must be a [axes, pairs] array with 2·pairs <= head_dim " +
-                                    std::to_string(x.cols()));
+    const py::ssize_t nd = freqs.ndim();
+    const std::int64_t heads = nd == 3 ? freqs.shape(0) : 0;
+    const std::int64_t axes = nd == 2 || nd == 3 ? freqs.shape(nd - 2) : -1, half = nd >= 2 ? freqs.shape(nd - 1) : -1;
+    if (axes < 1 || half < 1 || 2 * half > x.cols() || (nd == 3 && (heads < 1 || x.units() % heads != 0)))
+        throw std::invalid_argument("freqs must be a [axes, pairs] or [heads, axes, pairs] array with 2·pairs <= "
+                                    "head_dim " + std::to_string(x.cols()) + " and heads dividing x's units");
     RopeArgs args{x.groups(), x.rows(), nullptr, 0.0, nullptr, half, nullptr, 1.0, interleaved, inverse};
-    args.freqs = float64_block(freqs, {axes, half}, "freqs");
+    args.freqs = nd == 3 ? float64_block(freqs, {heads, axes, half}, "freqs") : float64_block(freqs, {axes, half}, "freqs");
+    args.freq_heads = heads;
     args.coords = float64_block(coords, {x.groups(), x.rows(), axes}, "coords");
     args.axes = axes;
     return args;
@@ -176,14 +185,7 @@ void apply_tables_qk(py::array q, py::array out_q, py::array k, py::array out_k,
         throw std::invalid_argument("q and k must have the same batch and seq length");
     const RopeArgs args = table_args(a.x, cos, sin, scale, interleaved, inverse);
     if (2 * args.half > b.x.cols()) throw std::invalid_argument("the tables' pairs do not fit k's head_dim");
-    RopeOperand ops[2];
-    int n = 0;
-    if (!a.x.empty()) ops[n++] = a.op;
-    if (!b.x.empty()) ops[n++] = b.op;
-    if (n == 0) return;
-    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
-    const ReleaseGil release(out_q.size() + out_k.size());
-    kernel(args, ops, n);
+    rotate_pair(args, a, b, dt, out_q.size() + out_k.size());
 }
 
 // cos/sin [rows, half] of coords [rows, axes] and freqs [axes, half], contiguous, of one dtype.

@@ -183,7 +183,7 @@ inline std::int64_t unit_step(const double* prev, const double* cur, std::int64_
 // coords source), into buf (2·axes·half doubles): sin of freqs[k, j] at
 // [k·half + j], cos at [axes·half + k·half + j].
 inline AngleStep coords_step(const RopeArgs& a, double* buf) {
-    const std::int64_t n = a.axes * a.half;
+    const std::int64_t n = (a.freq_heads > 0 ? a.freq_heads : 1) * a.axes * a.half;
     if (a.rows > 1) sincos_scaled(1.0, a.freqs, buf, buf + n, n);
     return {buf, buf + n};
 }
@@ -192,8 +192,10 @@ inline AngleStep coords_step(const RopeArgs& a, double* buf) {
 // negated for the inverse), rounded once to R into ct/st ([rows, half]).
 template <class R>
 void block_table(const RopeArgs& a, const AngleStep& step, std::int64_t g, std::int64_t r0, std::int64_t r1,
-                 const RowScratch& w, R* ct, R* st) {
+                 const RowScratch& w, R* ct, R* st, std::int64_t head = 0) {
     const std::int64_t half = a.half;
+    const std::int64_t head_offset = head * a.axes * half;  // per-head frequencies and their steps
+    const double* freqs = a.freqs + head_offset;
     const double cs = a.scale, ss = a.inverse ? -a.scale : a.scale;
     AngleRows angles(group_positions(a, 0, g), a.inv_freq, half, step, w.s);
     for (std::int64_t r = r0; r < r1; ++r) {
@@ -214,8 +216,8 @@ void block_table(const RopeArgs& a, const AngleStep& step, std::int64_t g, std::
             if (k >= 0) {
                 double* __restrict sr = w.s;
                 double* __restrict cr2 = w.c;
-                const double* __restrict ss = step.sin_w + k * half;
-                const double* __restrict sc = step.cos_w + k * half;
+                const double* __restrict ss = step.sin_w + head_offset + k * half;
+                const double* __restrict sc = step.cos_w + head_offset + k * half;
 #pragma omp simd
                 for (std::int64_t j = 0; j < half; ++j) {
                     const double s0 = sr[j], c0 = cr2[j];
@@ -223,7 +225,7 @@ void block_table(const RopeArgs& a, const AngleStep& step, std::int64_t g, std::
                     cr2[j] = c0 * sc[j] - s0 * ss[j];
                 }
             } else {
-                coords_angles(cr, a.freqs, a.axes, half, w.theta);
+                coords_angles(cr, freqs, a.axes, half, w.theta);
                 sincos_scaled(1.0, w.theta, w.s, w.c, half);
             }
             s = w.s;
@@ -294,7 +296,8 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     // one-position step shared by all.
     const std::int64_t table = kAnchorRows * 2 * half;
     const std::int64_t per_thread = 2 * table + 3 * half;
-    const std::int64_t steps = a.coords ? 2 * a.axes * half : 2 * half;  // the angle steps, shared by all
+    const std::int64_t steps = a.coords ? 2 * (a.freq_heads > 0 ? a.freq_heads : 1) * a.axes * half
+                                        : 2 * half;  // the angle steps, shared by all
     Scratch scratch(steps + per_thread * threads);
     const AngleStep step = a.coords ? coords_step(a, scratch.data())
                                     : angle_step(a.inv_freq, half, a.inv_freq ? a.rows : 1, scratch.data());
@@ -317,8 +320,15 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
             const std::int64_t slice = item % slices, rb = item / slices;
             const std::int64_t g = rb / blocks, r0 = (rb % blocks) * kAnchorRows;
             const std::int64_t r1 = r0 + kAnchorRows < a.rows ? r0 + kAnchorRows : a.rows;
-            block_table(a, step, g, r0, r1, w, ct, st);
             const std::int64_t u0 = units * slice / slices, u1 = units * (slice + 1) / slices;
+            if (a.freq_heads > 0) {  // per-head frequencies (one operand): a table per unit
+                for (std::int64_t u = u0; u < u1; ++u) {
+                    block_table(a, step, g, r0, r1, w, ct, st, u % a.freq_heads);
+                    rotate_units<T>(a, ops[0], g, u, u + 1, r0, r1, ct, st);
+                }
+                continue;
+            }
+            block_table(a, step, g, r0, r1, w, ct, st);
             std::int64_t first = 0;  // operand i holds units [first, first + units_i)
             for (int i = 0; i < n_ops; ++i) {
                 const std::int64_t lo = u0 > first ? u0 - first : 0;

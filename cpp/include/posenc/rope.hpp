@@ -51,6 +51,9 @@ struct RopeArgs {
     const double* coords = nullptr;
     const double* freqs = nullptr;
     std::int64_t axes = 0;
+    // Per-head frequencies: freqs is [freq_heads, axes, half] and unit u (whose
+    // innermost unit axis is the heads axis) takes freqs[u mod freq_heads]; 0: shared.
+    std::int64_t freq_heads = 0;
     // Tables: cos θ = cos_table[(g·rows + r)·half + j], sin likewise, float64
     // [groups, rows, half] (times `scale` like computed ones).
     const double* cos_table = nullptr;

@@ -265,7 +265,7 @@ def flux_ids(h: int, w: int) -> np.ndarray:
     return ids.reshape(h * w, 3)
 
 
-def diffusers_flux_rope(torch: Any) -> Tuple[Callable[[Any], Any], Callable[[Any, Any, Any], Any]]:
+def diffusers_flux_rope(torch: Any) -> Tuple[Callable[[Any], Any], Callable[..., Any]]:
     """diffusers' ``FluxPosEmbed(10000, (16, 56, 56))`` and ``apply_rotary_emb(use_real=True,
     use_real_unbind_dim=-1)``: the library's own functions when diffusers is installed, else the same
     code written out (diffusers 0.3x: float32 ids, float64 angles on CPU, float32 cos/sin)."""
@@ -273,8 +273,9 @@ def diffusers_flux_rope(torch: Any) -> Tuple[Callable[[Any], Any], Callable[[Any
         from diffusers.models.embeddings import apply_rotary_emb
         from diffusers.models.transformers.transformer_flux import FluxPosEmbed
 
-        embed = FluxPosEmbed(10000, [16, 56, 56])
-        return embed, lambda x, cos, sin: apply_rotary_emb(x, (cos, sin), use_real=True, use_real_unbind_dim=-1)
+        flux: Callable[[Any], Any] = FluxPosEmbed(10000, [16, 56, 56])
+        rotary: Callable[..., Any] = apply_rotary_emb
+        return flux, lambda x, cos, sin: rotary(x, (cos, sin), use_real=True, use_real_unbind_dim=-1)
     except Exception:  # noqa: BLE001 - diffusers absent or changed: its formulation, written out
         def embed(ids: Any) -> Any:
             pos, cos, sin = ids.float(), [], []

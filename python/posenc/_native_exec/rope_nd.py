@@ -1,8 +1,8 @@
 """Native executors of the multi-axis rotary plans (kernel: cpp/src/rope.cpp, its coords·freqs angle source).
 
-Shared frequencies: one kernel call; each (batch, token)'s cos/sin are
-computed once and serve every head. Per-head frequencies share nothing
-between heads: one call per head, on the view of that head.
+One kernel call: with shared frequencies each (batch, token)'s cos/sin are
+computed once and serve every head; per-head frequencies (which share
+nothing between heads) get a table per (token block, head) in the same pass.
 """
 
 from __future__ import annotations
@@ -20,16 +20,10 @@ from ._memory import aligned, write
 def _rotate_into(plan: RopeNdRotation, x: np.ndarray, dest: np.ndarray) -> None:
     if x.size == 0:
         return
-    if not plan.per_head:
-        native.apply_rope_nd(x, dest, x.ndim + plan.seq_axis, plan.grouped, plan.coords, plan.freqs[0],
-                             plan.interleaved, plan.inverse)
-        return
-    heads_axis = x.ndim - 2 if plan.seq_axis == -3 else x.ndim - 3
-    for h in range(plan.freqs.shape[0]):  # x[..., h, :] has the sequence on its axis -2
-        xh = x[(slice(None),) * heads_axis + (h,)]
-        dh = dest[(slice(None),) * heads_axis + (h,)]
-        native.apply_rope_nd(xh, dh, xh.ndim - 2, plan.grouped, plan.coords, plan.freqs[h], plan.interleaved,
-                             plan.inverse)
+    # Per-head freqs [heads, axes, pairs]: the kernel's units end with x's heads axis, unit u takes head u mod heads.
+    freqs = plan.freqs if plan.per_head else plan.freqs[0]
+    native.apply_rope_nd(x, dest, x.ndim + plan.seq_axis, plan.grouped, plan.coords, freqs, plan.interleaved,
+                         plan.inverse)
 
 
 @_api.native(RopeNdRotation)
