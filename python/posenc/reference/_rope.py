@@ -65,10 +65,14 @@ def _rotated(plan: RopeRotation) -> np.ndarray:
         theta = _angles(plan)
         c = p.scale * np.cos(theta)
         s = p.scale * np.sin(theta)
-    if p.inverse:
-        s = -s
-    rd, half = p.rotary_dim, p.rotary_dim // 2
-    first, second = (slice(0, rd, 2), slice(1, rd, 2)) if p.interleaved else (slice(0, half), slice(half, rd))
+    return rotate_pairs(x, c, -s if p.inverse else s, p.rotary_dim, p.interleaved)
+
+
+def rotate_pairs(x: np.ndarray, c: np.ndarray, s: np.ndarray, rotary_dim: int, interleaved: bool) -> np.ndarray:
+    """float64 ``x`` with each pair of its first ``rotary_dim`` features rotated by (c, s) [..., rotary_dim / 2]
+    (pairs (2j, 2j+1) when interleaved, else (j, j + rotary_dim/2)); the other features as they are."""
+    rd, half = rotary_dim, rotary_dim // 2
+    first, second = (slice(0, rd, 2), slice(1, rd, 2)) if interleaved else (slice(0, half), slice(half, rd))
     u, v = x[..., first], x[..., second]
     y = x.copy()
     y[..., first], y[..., second] = u * c - v * s, v * c + u * s

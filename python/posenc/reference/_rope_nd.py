@@ -15,6 +15,7 @@ import numpy as np
 from .. import _api
 from .._plans.rope_nd import RopeNdCosSin, RopeNdRotation
 from .._rounding import round_once
+from ._rope import rotate_pairs
 
 
 def _angles(coords: np.ndarray, freqs: np.ndarray) -> np.ndarray:
@@ -47,16 +48,8 @@ def _broadcast(theta: np.ndarray, plan: RopeNdRotation) -> np.ndarray:
 def _rotated(plan: RopeNdRotation) -> np.ndarray:
     x = plan.x.astype(np.float64)
     theta = _broadcast(_angles(plan.coords, plan.freqs), plan)
-    c, s = np.cos(theta), np.sin(theta)
-    if plan.inverse:
-        s = -s
-    pairs = plan.freqs.shape[-1]
-    rd = 2 * pairs
-    first, second = (slice(0, rd, 2), slice(1, rd, 2)) if plan.interleaved else (slice(0, pairs), slice(pairs, rd))
-    u, v = x[..., first], x[..., second]
-    y = x.copy()
-    y[..., first], y[..., second] = u * c - v * s, v * c + u * s
-    return y
+    s = np.sin(theta)
+    return rotate_pairs(x, np.cos(theta), -s if plan.inverse else s, 2 * plan.freqs.shape[-1], plan.interleaved)
 
 
 @_api.reference(RopeNdRotation)
