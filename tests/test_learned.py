@@ -4,20 +4,18 @@ Argument errors are in the hostile-input table (SPECS, at the end of this module
 
 from __future__ import annotations
 
+from typing import Any, Callable, Dict
+
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import posenc
 from posenc import reference as ref
 
-from helpers import FLOAT_DTYPES, assert_bitwise_equal, assert_close_to_float64, eps, strided_view
-from typing import Any, Callable, Dict
-from helpers import assert_close_to_float64, rand
-from hostile import (HUGE, SIZE_ERRORS, Check, Raises, Spec, byteswapped, empty_of,
-                     misaligned, negative_strides, stepped)
-from hostile import BIG
+from helpers import FLOAT_DTYPES, assert_bitwise_equal, assert_close_to_float64, eps, rand, strided_view
+from hostile import (BIG, HUGE, SIZE_ERRORS, Check, Raises, Spec, byteswapped, empty_of, misaligned, negative_strides,
+                     stepped)
 
 try:  # optional peer for resize parity
     import torch

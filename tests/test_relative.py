@@ -15,20 +15,17 @@ public function they are defined by); they also run on the NumPy executor alone
 from __future__ import annotations
 
 import math
+from typing import Any, Callable, Dict, Tuple
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
-from hypothesis import strategies as st
+from hypothesis import assume, given, strategies as st
 
 import posenc
 from posenc import reference as ref
 
-from helpers import FLOAT_DTYPES, assert_close_to_float64, strided_view
-from typing import Any, Callable, Dict, Tuple
-from helpers import rand
-from hostile import SIZE_ERRORS, Spec, byteswapped, empty_of, misaligned, negative_strides, stepped
-from hostile import BIG
+from helpers import FLOAT_DTYPES, assert_close_to_float64, rand, strided_view
+from hostile import BIG, SIZE_ERRORS, Spec, byteswapped, empty_of, misaligned, negative_strides, stepped
 
 try:
     import torch

@@ -12,22 +12,18 @@ from __future__ import annotations
 
 import math
 import types
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import posenc
 from posenc import reference as ref
 
-from helpers import FLOAT_DTYPES, assert_close_to_float64, eps, strided_view
-from hostile import misaligned
-from typing import Any, Callable, Dict, List, Optional
-from helpers import rand
-from hostile import (HUGE, SIZE_ERRORS, Case, Check, Raises, Same, Spec, byteswapped, empty_of, finite_or_refused,
+from helpers import FLOAT_DTYPES, assert_close_to_float64, eps, rand, strided_view
+from hostile import (BIG, HUGE, SIZE_ERRORS, Case, Check, Raises, Same, Spec, byteswapped, empty_of, finite_or_refused,
                      misaligned, negative_strides, stepped)
-from hostile import BIG
 
 # ---------------------------------------------------------------- an independent float64 evaluation
 

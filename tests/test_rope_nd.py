@@ -11,21 +11,19 @@ an ulp) of the float64 evaluation, the others within half an ulp of it.
 
 from __future__ import annotations
 
+from typing import Any, Callable, Dict
+
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import posenc
 from posenc import reference as ref
 
 from helpers import FLOAT_DTYPES, assert_close_to_float64, eps, optional, rand, strided_view
-from typing import Callable, Dict
-from helpers import rand
-from hostile import Spec, byteswapped, empty_of, misaligned, negative_strides, stepped
+from hostile import BIG, Spec, byteswapped, empty_of, misaligned, negative_strides, stepped
 from test_rope import in_place_variants
 from test_vision import axes_dims_cases
-from hostile import BIG
 
 # ---------------------------------------------------------------- an independent float64 evaluation
 

@@ -20,14 +20,14 @@ import importlib.util
 import os
 import sys
 import types
-from typing import Any, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 import pytest
 
 import posenc
+
 from helpers import optional
-from typing import Any, Callable, Dict
 from hostile import SIZE_ERRORS, Check, Spec, empty_of
 
 torch = optional("torch")

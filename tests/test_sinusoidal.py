@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import math
+from typing import Any, Callable, Dict, List
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import posenc
 from posenc import reference as ref
 
-from helpers import FLOAT_DTYPES, assert_close_to_float64, strided_view
-from typing import Callable, Dict, List
-from helpers import rand
-from hostile import SIZE_ERRORS, Spec, empty_of, finite_or_refused
-from hostile import BIG
+from helpers import FLOAT_DTYPES, assert_close_to_float64, rand, strided_view
+from hostile import BIG, SIZE_ERRORS, Spec, empty_of, finite_or_refused
 
 
 def angle_slack(max_angle: float) -> float:

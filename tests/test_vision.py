@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable, Dict
+
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import posenc
 from posenc import reference as ref
 from posenc._rounding import round_once
 
-from helpers import FLOAT_DTYPES, assert_close_to_float64, optional, strided_view
-from typing import Any, Callable, Dict
-from helpers import rand
-from hostile import SIZE_ERRORS, Spec, empty_of
-from hostile import BIG
+from helpers import FLOAT_DTYPES, assert_close_to_float64, optional, rand, strided_view
+from hostile import BIG, SIZE_ERRORS, Spec, empty_of
 
 diffusers_embeddings = optional("diffusers.models.embeddings")
 
