@@ -24,6 +24,8 @@ import os
 import resource
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
 
+from types import SimpleNamespace
+
 import numpy as np
 
 HUGE = 2**63  # beyond int64
@@ -391,3 +393,31 @@ def finite_or_refused(result: Any) -> None:
         r = np.asarray(r)
         if r.dtype.kind == "f":
             assert np.isfinite(r.astype(np.float64)).all(), "non-finite values in the result"
+
+
+# ------------------------------------------------------------------ large inputs
+
+def _large_inputs() -> SimpleNamespace:
+    """Shared, read-only inputs large enough that the kernels go parallel (OpenMP): each family's LARGE
+    calls (beside its SPECS) use them, and tests/test_invariants.py runs those calls (thread-count
+    determinism, backend routing, concurrency)."""
+    import posenc
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 512, 8, 64)).astype(np.float32)  # [batch, seq, heads, head_dim]
+    scores = rng.standard_normal((2, 8, 256, 256)).astype(np.float32)  # [batch, heads, q, k]
+    table = rng.standard_normal((2048, 64)).astype(np.float32)
+    pos = rng.integers(0, 2048, size=(4, 512))
+    swin_scores = rng.standard_normal((32, 4, 49, 49)).astype(np.float32)  # [windows, heads, N, N], window 7
+    detr_valid = np.ones((4, 64, 96), bool)  # a ragged padding mask
+    for b, (h, w) in enumerate([(64, 50), (30, 96), (64, 96), (10, 7)]):
+        detr_valid[b, h:, :] = detr_valid[b, :, w:] = False
+    for a in (x, scores, table, pos, swin_scores, detr_valid):
+        a.flags.writeable = False
+    return SimpleNamespace(x=x, x3=x.reshape(4, 512, 512), scores=scores, table=table, pos=pos,
+                           swin_scores=swin_scores, detr_valid=detr_valid,
+                           grid=np.ascontiguousarray(table.reshape(32, 64, 64)[:16]),
+                           axial=posenc.rope_axial_freqs((32, 32)))  # [2 axes, 32 pairs] for x's head_dim 64
+
+
+BIG = _large_inputs()

@@ -2,7 +2,7 @@
 
 Every public name must have an entry in SPECS (a function building its cases
 from the argument roles in tests/hostile.py; each family's specs live in
-tests/hostile_<family>.py); a name added to ``__all__`` without one fails
+tests/test_<family>.py); a name added to ``__all__`` without one fails
 ``test_every_public_name_has_hostile_cases`` and yields a failing
 ``<name>-no-cases`` row, and a spec whose name left ``__all__`` fails too.
 Every public method of a public class has rows ``<Class>-<method>-...``.
@@ -30,13 +30,13 @@ from posenc import reference
 
 from conftest import NATIVE, using
 from helpers import run_python
-import hostile_learned
-import hostile_relative
-import hostile_rope
-import hostile_rope_nd
-import hostile_rope_recipes
-import hostile_sinusoidal
-import hostile_vision
+import test_learned
+import test_relative
+import test_rope
+import test_rope_nd
+import test_rope_nd_recipes
+import test_sinusoidal
+import test_vision
 from hostile import SANITIZED, Case, Check, Raises, Same, Spec, memory_guard
 
 # ------------------------------------------------------------------ plumbing
@@ -99,10 +99,13 @@ SPECS: Dict[str, Callable[[], Spec]] = {
 }
 NOT_CALLABLE = {"__version__"}
 
-# Each family's specs live in its own module (tests/hostile_<family>.py).
-for _family in (hostile_sinusoidal, hostile_rope, hostile_rope_nd, hostile_rope_recipes, hostile_relative,
-                hostile_learned, hostile_vision):
+# Each family's specs live beside its tests (tests/test_<family>.py: SPECS, and LARGE, the calls
+# tests/test_invariants.py runs big enough to go parallel).
+LARGE: Dict[str, Callable[[Any], Any]] = {}
+for _family in (test_sinusoidal, test_rope, test_rope_nd, test_rope_nd_recipes, test_relative, test_learned,
+                test_vision):
     SPECS.update(_family.SPECS)
+    LARGE.update(_family.LARGE)
 
 
 def _cases() -> List[Any]:
@@ -124,7 +127,7 @@ BACKENDS = ["native", "reference"] if NATIVE else ["reference"]
 
 def test_every_public_name_has_hostile_cases():
     missing = sorted(n for n in posenc.__all__ if n not in NOT_CALLABLE and n not in SPECS)
-    assert not missing, f"public names without hostile-input cases (add a spec to tests/hostile_<family>.py): {missing}"
+    assert not missing, f"public names without hostile-input cases (add a spec to tests/test_<family>.py): {missing}"
     # A spec whose name left __all__ is a public function that disappeared: fail, never skip.
     unexported = sorted(set(SPECS) - set(posenc.__all__))
     assert not unexported, f"specs of names posenc no longer exports: {unexported}"

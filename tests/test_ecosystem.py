@@ -39,7 +39,7 @@ requires_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed
 requires_jax = pytest.mark.skipif(jax is None, reason="JAX not installed")
 requires_bf16 = pytest.mark.skipif(BFLOAT16 is None, reason="ml_dtypes not installed")
 
-# Every public function's valid baseline call, from its hostile-input spec (tests/hostile_<family>.py).
+# Every public function's valid baseline call, from its hostile-input spec (SPECS in tests/test_<family>.py).
 PLUMBING = {"get_backend", "set_backend", "get_num_threads", "set_num_threads", "info"}
 FUNCTIONS = sorted(n for n in posenc.__all__ if n in SPECS and n not in PLUMBING and not n[0].isupper())
 

@@ -26,6 +26,7 @@ import posenc
 
 from conftest import NATIVE, using
 from helpers import run_python
+from test_arguments import LARGE
 
 pytestmark = pytest.mark.skipif(not NATIVE, reason="needs the compiled core")
 # posenc._native functions that are controls, not kernels.
@@ -38,63 +39,9 @@ CONTROLS = {"active_isa", "available_isas", "select_isa", "set_num_threads", "ge
 fork_tests = pytest.mark.skipif(not hasattr(os, "fork") or os.environ.get("POSENC_SANITIZED") == "1",
                                 reason="needs fork (and not under ASan)")
 
-_rng = np.random.default_rng(7)
-# Shared, read-only inputs; large enough that the kernels go parallel (OpenMP) too.
-X = _rng.standard_normal((4, 512, 8, 64)).astype(np.float32)  # [batch, seq, heads, head_dim]
-SCORES = _rng.standard_normal((2, 8, 256, 256)).astype(np.float32)  # [batch, heads, q, k]
-TABLE = _rng.standard_normal((2048, 64)).astype(np.float32)
-POS = _rng.integers(0, 2048, size=(4, 512))
-for _a in (X, SCORES, TABLE, POS):
-    _a.flags.writeable = False
-
-X32 = X.reshape(4, 512, 512)
-SWIN_SCORES = _rng.standard_normal((32, 4, 49, 49)).astype(np.float32)  # [windows, heads, N, N], window 7
-SWIN_SCORES.flags.writeable = False
-DETR_VALID = np.ones((4, 64, 96), bool)  # a ragged padding mask
-for _b, (_h, _w) in enumerate([(64, 50), (30, 96), (64, 96), (10, 7)]):
-    DETR_VALID[_b, _h:, :] = DETR_VALID[_b, :, _w:] = False
-DETR_VALID.flags.writeable = False
-GRID = np.ascontiguousarray(TABLE.reshape(32, 64, 64)[:16])
-_AXIAL = posenc.rope_axial_freqs((32, 32))  # [2 axes, 32 pairs] for X's head_dim 64
-
-
-def _qk(out: Any) -> Any:
-    q, k = (None, None) if out is None else out
-    return posenc.apply_rope_qk(X, X[:, :, :2], offset=5, out_q=q, out_k=k)
-
-
-# name -> call(out) writing `out` (or a new array when out is None) and returning it; None: no out=.
-KERNEL_CALLS: Dict[str, Callable[[Any], Any]] = {
-    "sinusoidal": lambda out: posenc.sinusoidal(POS[0], 256, out=out),
-    "add_sinusoidal": lambda out: posenc.add_sinusoidal(X32, offset=3, out=out),
-    "sinusoidal_2d": lambda out: posenc.sinusoidal_2d(64, 96, 130, out=out),
-    "sinusoidal_3d": lambda out: posenc.sinusoidal_3d(8, 32, 48, 90, out=out),
-    "rope_cos_sin": lambda out: posenc.rope_cos_sin(POS[1], 128),
-    "apply_rope": lambda out: posenc.apply_rope(X, offset=5, out=out),
-    "apply_rope_qk": _qk,
-    "apply_rope_nd": lambda out: posenc.apply_rope_nd(X, np.stack([POS % 64, POS // 64], -1), _AXIAL, out=out),
-    "rope_nd_cos_sin": lambda out: posenc.rope_nd_cos_sin(np.stack([POS % 64, POS // 64], -1), _AXIAL),
-    "relative_positions": lambda out: posenc.relative_positions(512, 700, offset=3, out=out),
-    "clipped_relative_positions": lambda out: posenc.clipped_relative_positions(512, 700, 40, out=out),
-    "relative_embeddings": lambda out: posenc.relative_embeddings(TABLE[:81], 128, 160, 40, out=out),
-    "t5_bucket": lambda out: posenc.t5_bucket(POS - 1000),
-    "t5_buckets": lambda out: posenc.t5_buckets(512, 700, offset=3, out=out),
-    "deberta_buckets": lambda out: posenc.deberta_buckets(512, 700, offset=3, out=out),
-    "add_alibi": lambda out: posenc.add_alibi(SCORES, out=out),
-    "alibi_bias": lambda out: posenc.alibi_bias(8, 256, 256, out=out),
-    "t5_bias": lambda out: posenc.t5_bias(TABLE[:32, :8], 256, 256, out=out),
-    "add_t5_bias": lambda out: posenc.add_t5_bias(SCORES, TABLE[:32, :8], out=out),
-    "embedding_lookup": lambda out: posenc.embedding_lookup(TABLE, POS, out=out),
-    "embedding_add": lambda out: posenc.embedding_add(X32[..., :64], TABLE, POS[0], out=out),
-    "embedding_grad": lambda out: posenc.embedding_grad(X32[..., :64], POS, 2048),
-    "resize_table": lambda out: posenc.resize_table(TABLE, 3000),
-    "resize_table_2d": lambda out: posenc.resize_table_2d(GRID.transpose(1, 2, 0), 90, 100),
-    "sinusoidal_nd": lambda out: posenc.sinusoidal_nd(POS.reshape(-1, 2), (64, 128), out=out),
-    "sincos_2d": lambda out: posenc.sincos_2d(768, (48, 64), extra_tokens=1, base_size=16, out=out),
-    "swin_bias": lambda out: posenc.swin_bias(TABLE[:23 * 23, :8], 12, out=out),
-    "add_swin_bias": lambda out: posenc.add_swin_bias(SWIN_SCORES, TABLE[:13 * 13, :4], 7, out=out),
-    "detr_sine": lambda out: posenc.detr_sine(DETR_VALID, normalize=True, out=out),
-}
+# name -> call(out) writing `out` (or a new array when out is None) and returning it: each family's
+# LARGE calls (beside its hostile-input SPECS, in tests/test_<family>.py).
+KERNEL_CALLS: Dict[str, Callable[[Any], Any]] = LARGE
 AVAILABLE = KERNEL_CALLS
 
 

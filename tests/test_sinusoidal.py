@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import math
+from typing import Any, Callable, Dict, List
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import posenc
 from posenc import reference as ref
 
-from helpers import FLOAT_DTYPES, assert_close_to_float64, strided_view
+from helpers import FLOAT_DTYPES, assert_close_to_float64, rand, strided_view
+from hostile import BIG, SIZE_ERRORS, Spec, empty_of, finite_or_refused
 
 
 def angle_slack(max_angle: float) -> float:
@@ -290,3 +291,109 @@ def test_empty_results(isa):
     assert posenc.sinusoidal(np.array([], np.int64), 8).shape == (0, 8)
     assert posenc.add_sinusoidal(np.zeros((0, 5, 8), np.float32)).shape == (0, 5, 8)
     assert posenc.sinusoidal_2d(0, 5, 8).shape == (0, 5, 8)
+
+
+# ================================================================ hostile-input specs
+# The valid baseline call of each public function and the role of each argument: the hostile table
+# (tests/test_arguments.py), the differential fuzzer and the PyTorch/JAX/unpickled-input cases are
+# generated from SPECS.
+
+F32 = np.float32
+
+
+def spec_sinusoidal() -> Spec:
+    s = Spec("sinusoidal", positions=np.array([0, 3, 1, 7, 2]), dim=6, dtype=F32)
+    s.positions("positions", any_length=True)
+    s.size("positions", empty=empty_of((0, 6)), baseline=5, float_exc=ValueError, id="n")
+    s.dim("dim")
+    s.base("base")
+    s.flag("interleaved")
+    s.raises("freq_rule-unknown", ValueError, "freq_rule", freq_rule="Vaswani")
+    s.raises("freq_rule-t2t-dim2", ValueError, "dim", freq_rule="t2t", dim=2)
+    s.raises("dtype-int", TypeError, "dtype", dtype=np.int32)
+    s.raises("dtype-complex", TypeError, "dtype", dtype=np.complex64)
+    s.raises("dtype-garbage", TypeError, "dtype", dtype="float33")
+    s.raises("dtype-byteswapped", TypeError, "dtype", dtype=np.dtype(">f8" if np.little_endian else "<f8"))
+    s.out((5, 6), F32)
+    return s
+
+
+def spec_add_sinusoidal() -> Spec:
+    x = rand(2, 5, 6)
+    s = Spec("add_sinusoidal", x=x)
+    s.floats("x")
+    s.raises("x-1d", ValueError, "x", x=rand(6))
+    s.raises("x-odd-dim", ValueError, "x.shape", x=rand(2, 5, 7))
+    s.check("x-empty-batch", empty_of((0, 5, 6)), x=rand(0, 5, 6))
+    s.check("x-empty-seq", empty_of((2, 0, 6)), x=rand(2, 0, 6))
+    s.raises("x-empty-dim", ValueError, "x.shape", x=rand(2, 5, 0))
+    s.integer("offset", huge=finite_or_refused)
+    s.same("positions-float", clean={"positions": np.arange(5.0) * 0.5}, positions=(np.arange(5) * 0.5).astype(F32))
+    s.raises("positions-wrong-length", ValueError, "positions", positions=np.arange(4))
+    s.raises("positions-nan", ValueError, "positions", positions=np.array([0, 1, np.nan, 3, 4]))
+    s.raises("positions-complex", TypeError, "positions", positions=np.arange(5) + 0j)
+    s.raises("positions-and-offset", ValueError, "offset", positions=np.arange(5), offset=1)
+    s.base("base")
+    s.flag("interleaved")
+    for id, v, exc in [("nan", float("nan"), ValueError), ("inf", float("inf"), ValueError),
+                       ("str", "1", TypeError), ("complex", 1j, TypeError)]:
+        s.raises(f"scale-{id}", exc, "scale", scale=v)
+    s.out(x.shape, F32, inputs=["x"])
+    return s
+
+
+def spec_grid(name: str, sizes: List[str]) -> Callable[[], Spec]:
+    def build() -> Spec:
+        s = Spec(name, **{k: 3 for k in sizes}, dim=5)
+        for k in sizes:
+            s.size(k, empty=empty_of(tuple(0 if j == k else 3 for j in sizes) + (5,)))
+        s.dim("dim", even=False)
+        s.base("base")
+        s.raises("dtype-int", TypeError, "dtype", dtype=np.int64)
+        s.out((3,) * len(sizes) + (5,), F32)
+        return s
+    return build
+
+
+def spec_concat_positional() -> Spec:
+    x, pe = rand(2, 4, 3), rand(4, 2)
+    s = Spec("concat_positional", x=x, pe=pe)
+    s.floats("x")
+    s.floats("pe")
+    s.raises("pe-seq-mismatch", ValueError, "seq", pe=rand(5, 2))
+    s.raises("pe-not-broadcastable", ValueError, "pe", pe=rand(3, 4, 2))
+    s.raises("x-1d", ValueError, "x", x=rand(3))
+    s.check("x-empty", empty_of((0, 4, 5)), x=rand(0, 4, 3))
+    s.out((2, 4, 5), F32, inputs=[])
+    buf = np.zeros((2, 4, 5), F32)
+    s.raises("out-overlaps-x", ValueError, "out", x=buf[:, :, 1:4], out=buf)
+    return s
+
+
+def spec_sinusoidal_frequencies() -> Spec:
+    s = Spec("sinusoidal_frequencies", dim=8)
+    s.dim("dim", huge=False)
+    s.raises("dim-huge", SIZE_ERRORS, "", dim=2**62)
+    s.base("base")
+    s.raises("freq_rule-unknown", ValueError, "freq_rule", freq_rule="t5")
+    return s
+
+
+SPECS: Dict[str, Callable[[], Spec]] = {
+    "sinusoidal": spec_sinusoidal,
+    "add_sinusoidal": spec_add_sinusoidal,
+    "sinusoidal_2d": spec_grid("sinusoidal_2d", ["height", "width"]),
+    "sinusoidal_3d": spec_grid("sinusoidal_3d", ["depth", "height", "width"]),
+    "concat_positional": spec_concat_positional,
+    "sinusoidal_frequencies": spec_sinusoidal_frequencies,
+}
+
+
+# One call per executor-backed function, big enough to go parallel: tests/test_invariants.py runs
+# each (thread-count determinism, backend routing, concurrency); out=None means a new result.
+LARGE: Dict[str, Callable[[Any], Any]] = {
+    "sinusoidal": lambda out: posenc.sinusoidal(BIG.pos[0], 256, out=out),
+    "add_sinusoidal": lambda out: posenc.add_sinusoidal(BIG.x3, offset=3, out=out),
+    "sinusoidal_2d": lambda out: posenc.sinusoidal_2d(64, 96, 130, out=out),
+    "sinusoidal_3d": lambda out: posenc.sinusoidal_3d(8, 32, 48, 90, out=out),
+}
