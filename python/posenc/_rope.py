@@ -208,7 +208,7 @@ mrope_section, mrope_interleaved, cos, sin
         scales in float64, rounded once. Not with cos/sin or mrope_section.
     xpos_center : float
         The centre c (scores do not depend on it; it keeps the scales finite:
-        |n − c| beyond ~567·xpos_scale_base overflows float64, a ValueError,
+        ``|n − c|`` beyond ~567·xpos_scale_base overflows float64, a ValueError,
         and float32 results overflow far earlier). rotary-embedding-torch's
         ``rotate_queries_and_keys`` uses ``seq_len // 2``, torchscale's ``XPOS``
         ``ceil(seq_len / 2)`` (its decoding step: the cached length + 1).

@@ -30,7 +30,7 @@ def apply_rope_nd(x: Any, coords: Any, freqs: Any, *, interleaved: bool = False,
     (``u' = u·cos θ − v·sin θ``, ``v' = v·cos θ + u·sin θ``), the angle
     evaluated in float64 (exact for coordinates far beyond 2^20 and for
     fractional ones). float32 data rotate in float32 with cos/sin rounded
-    once (error below 3·2^-24·|x|), other dtypes in float64, rounded once.
+    once (error below ``3·2^-24·|x|``), other dtypes in float64, rounded once.
     Features past ``2·pairs`` pass through.
 
     Parameters
