@@ -53,4 +53,9 @@ assert gomp and all("posenc.libs" in path for path in gomp), gomp
 PY
 "$tmp/venv/bin/posenc" info >/dev/null
 "$tmp/venv/bin/posenc" compare --length 64 --dim 16 --only sinusoidal
-"$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider tests --hypothesis-profile=default -m "not slow"
+# The installed wheel against every family's tests, the ISA paths and the hostile table (the
+# process-spawning and exhaustive tests ran on the same sources in the main stages).
+"$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider --hypothesis-profile=default -m "not slow" \
+  tests/test_sinusoidal.py tests/test_rope.py tests/test_rope_qk.py tests/test_rope_nd.py tests/test_relative.py \
+  tests/test_learned.py tests/test_vision.py tests/test_isa_agreement.py tests/test_dispatch.py \
+  tests/test_half_precision.py tests/test_arguments.py tests/test_invariants.py
