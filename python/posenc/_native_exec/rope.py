@@ -21,15 +21,15 @@ def rotate(plan: RopeRotation) -> Any:
                      lambda d: native.apply_rope_tables(x, d, x.ndim + p.seq_axis, p.grouped, cos, sin, p.scale,
                                                         p.interleaved, p.inverse))
         return _api.returned(plan.out, dest)
+    def kernel(d: np.ndarray) -> None:
+        native.apply_rope(x, d, x.ndim + p.seq_axis, p.grouped, p.positions, p.start, p.inv_freq, p.pair_axis,
+                          p.scale, p.interleaved, p.inverse)
+
     out = plan.out
     if out is not None and out.array.flags.aligned:  # straight into the caller's array (a decode step's path)
-        native.apply_rope(x, out.array, x.ndim + p.seq_axis, p.grouped, p.positions, p.start, p.inv_freq,
-                          p.pair_axis, p.scale, p.interleaved, p.inverse)
+        kernel(out.array)
         return out.given
-    dest = write(out, x.shape, x.dtype,
-                 lambda d: native.apply_rope(x, d, x.ndim + p.seq_axis, p.grouped, p.positions, p.start, p.inv_freq,
-                                             p.pair_axis, p.scale, p.interleaved, p.inverse))
-    return _api.returned(out, dest)
+    return _api.returned(out, write(out, x.shape, x.dtype, kernel))
 
 
 def _one_pass(q: RopeRotation, k: RopeRotation) -> bool:
