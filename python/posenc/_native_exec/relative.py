@@ -169,7 +169,18 @@ def alibi_bias(plan: AlibiBias) -> Any:
 
 @_api.native(AlibiAdd)
 def add_alibi(plan: AlibiAdd) -> Any:
-    return _add(plan.scores, plan.out, _alibi_lut(plan.slopes, plan.grid, plan.symmetric, plan.scores.dtype))
+    x = plan.scores
+    if x.dtype.type not in _CAST_ROUNDED:  # half precision: round_once's bias rows
+        return _add(x, plan.out, _alibi_lut(plan.slopes, plan.grid, plan.symmetric, x.dtype))
+    # The binding builds the same rows (slope·d in float64, cast once), in one call: a decode step's path.
+    x = aligned(x)
+    dest = write(plan.out, x.shape, x.dtype,
+                 lambda d: native.alibi_add(x, d, plan.slopes, plan.grid.offset, plan.symmetric))
+    return _api.returned(plan.out, dest)
+
+
+# Dtypes whose rounding from float64 is a plain cast (round_once: astype).
+_CAST_ROUNDED = (np.float32, np.float64)
 
 
 
