@@ -281,11 +281,25 @@ def out_target(
     """:func:`output` as an :class:`Out` record (None if ``out`` is None)."""
     if out is None:
         return None
-    if inputs and out is inputs[0][0]:
-        flags = out.flags
-        if flags.writeable and (flags.c_contiguous or flags.f_contiguous):
-            return _new_out((out, out))  # in place on the (contiguous) input itself: nothing can go wrong
+    if inputs and out is inputs[0][0] and _whole(out):
+        return _new_out((out, out))  # in place on the (contiguous) input itself: nothing can go wrong
     return _new_out((output(out, shape, dtype, inputs, name), out))
+
+
+def out_like(out: Any, x: np.ndarray, x_name: str = "x", name: str = "out") -> Optional[Out]:
+    """``out_target(out, x.shape, x.dtype, [(x, x_name)], name)``, its arguments built only when needed
+    (not for None or ``x`` itself: a decode step's in-place call)."""
+    if out is None:
+        return None
+    if out is x and _whole(x):
+        return _new_out((x, x))
+    return _new_out((output(out, x.shape, x.dtype, [(x, x_name)], name), out))
+
+
+def _whole(a: np.ndarray) -> bool:
+    """Whether ``a`` is a writeable, contiguous ndarray: as an ``out`` that is its own input, nothing can go wrong."""
+    flags = a.flags
+    return flags.writeable and (flags.c_contiguous or flags.f_contiguous)  # type: ignore[no-any-return]
 
 
 def output(
@@ -363,6 +377,8 @@ def _self_overlapping(arr: np.ndarray) -> bool:
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    if not np.may_share_memory(a, b):  # disjoint address ranges (the usual case), proved at a fraction of the cost
+        return False
     try:
         # NumPy documents any positive max_work; its stubs list only -1 and 0.
         return bool(np.shares_memory(a, b, max_work=10**6))  # type: ignore[arg-type]
