@@ -65,9 +65,12 @@ MAX_EXACT_POSITION = 2**53
 
 def offset(value: Any, count: int, name: str = "offset") -> int:
     """A first position: an integer such that ``value + k`` for k < count stays exact in float64."""
-    if value == 0 and type(value) is int:  # the default: nothing to check
-        return 0
-    result = integer(value, name)
+    if type(value) is int:  # the common case without a call
+        if value == 0:  # the default: nothing to check
+            return 0
+        result = value
+    else:
+        result = integer(value, name)
     if abs(result) > MAX_EXACT_POSITION or abs(result + max(count - 1, 0)) > MAX_EXACT_POSITION:
         raise ValueError(f"{name} must keep positions within +-2**53 (exact in float64), got {result} "
                          f"for {count} positions")

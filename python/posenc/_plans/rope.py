@@ -884,7 +884,8 @@ def rotation_qk(q: np.ndarray, k: np.ndarray, params: RopeParams, *, out_q: Any,
     pq = rotation(q, out_q, params, "q", "out_q")
     pk = rotation(k, out_k, params if params_k is None else params_k, "k", "out_k")
     # Each out may be its own input, not the other operand nor the other out (one pass writes both).
-    oq, ok = (None if p.out is None else p.out.array for p in (pq, pk))
+    oq = None if pq.out is None else pq.out.array
+    ok = None if pk.out is None else pk.out.array
     checks = ((oq, "out_q", k, "k"), (ok, "out_k", q, "q"), (oq, "out_q", ok, "out_k"))
     if oq is q and ok is k:  # in place: all three ask whether q and k overlap (overlap is symmetric)
         checks = checks[:1]
