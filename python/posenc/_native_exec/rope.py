@@ -21,13 +21,15 @@ def rotate(plan: RopeRotation) -> Any:
                      lambda d: native.apply_rope_tables(x, d, x.ndim + p.seq_axis, p.grouped, cos, sin, p.scale,
                                                         p.interleaved, p.inverse))
         return _api.returned(plan.out, dest)
+    seq_axis, _, inv_freq, scale, pair_axis, interleaved, inverse, positions, start, grouped, _ = p
+
     def kernel(d: np.ndarray) -> None:
-        native.apply_rope(x, d, x.ndim + p.seq_axis, p.grouped, p.positions, p.start, p.inv_freq, p.pair_axis,
-                          p.scale, p.interleaved, p.inverse)
+        native.apply_rope(x, d, x.ndim + seq_axis, grouped, positions, start, inv_freq, pair_axis, scale,
+                          interleaved, inverse)
 
     out = plan.out
-    if out is not None and out.array.flags.aligned:  # straight into the caller's array (a decode step's path)
-        kernel(out.array)
+    if out is not None and (out.array is x or out.array.flags.aligned):  # straight into the caller's array
+        kernel(out.array)  # (a decode step's path; x itself was just aligned)
         return out.given
     return _api.returned(out, write(out, x.shape, x.dtype, kernel))
 

@@ -875,6 +875,7 @@ def rotation(x: np.ndarray, out: Any, params: RopeParams, name: str = "x", out_n
 
 
 _new_rotation = functools.partial(tuple.__new__, RopeRotation)  # (x, params, out), as _new_params
+_new_rotation_qk = functools.partial(tuple.__new__, RopeRotationQK)  # (q, k)
 
 
 def rotation_qk(q: np.ndarray, k: np.ndarray, params: RopeParams, *, out_q: Any, out_k: Any,
@@ -892,7 +893,7 @@ def rotation_qk(q: np.ndarray, k: np.ndarray, params: RopeParams, *, out_q: Any,
     for a, a_name, b, b_name in checks:
         if a is not None and b is not None:
             _checks.disjoint(a, a_name, b, b_name)
-    return RopeRotationQK(pq, pk)
+    return _new_rotation_qk((pq, pk))
 
 
 def cos_sin(positions: Optional[np.ndarray], n: int, *, inv_freq: np.ndarray, scale: float, dtype: np.dtype
