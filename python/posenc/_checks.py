@@ -124,6 +124,8 @@ def boolean(value: Any, name: str) -> bool:
 
 def length(value: Any, name: str) -> int:
     """A count of positions (a sequence length): 0 <= n <= 2**53, so every position is exact in float64."""
+    if type(value) is int and 0 <= value <= MAX_EXACT_POSITION:  # the common case without a call
+        return value
     n = integer(value, name, minimum=0)
     if n > MAX_EXACT_POSITION:
         raise ValueError(f"{name} must be <= 2**53, got {n}")

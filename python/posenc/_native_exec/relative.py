@@ -169,14 +169,19 @@ def alibi_bias(plan: AlibiBias) -> Any:
 
 @_api.native(AlibiAdd)
 def add_alibi(plan: AlibiAdd) -> Any:
-    x = plan.scores
+    x, grid, slopes, symmetric, out = plan
     if x.dtype.type not in _CAST_ROUNDED:  # half precision: round_once's bias rows
-        return _add(x, plan.out, _alibi_lut(plan.slopes, plan.grid, plan.symmetric, x.dtype))
+        return _add(x, out, _alibi_lut(slopes, grid, symmetric, x.dtype))
     # The binding builds the same rows (slope·d in float64, cast once), in one call: a decode step's path.
     x = aligned(x)
-    dest = write(plan.out, x.shape, x.dtype,
-                 lambda d: native.alibi_add(x, d, plan.slopes, plan.grid.offset, plan.symmetric))
-    return _api.returned(plan.out, dest)
+
+    def kernel(d: np.ndarray) -> None:
+        native.alibi_add(x, d, slopes, grid.offset, symmetric)
+
+    if out is not None and out.array is x:  # in place on aligned scores: nothing to arrange
+        kernel(x)
+        return out.given
+    return _api.returned(out, write(out, x.shape, x.dtype, kernel))
 
 
 # Dtypes whose rounding from float64 is a plain cast (round_once: astype).
