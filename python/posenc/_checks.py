@@ -291,14 +291,15 @@ def out_target(
     return _new_out((output(out, shape, dtype, inputs, name), out))
 
 
-def out_like(out: Any, x: np.ndarray, x_name: str = "x", name: str = "out") -> Optional[Out]:
-    """``out_target(out, x.shape, x.dtype, [(x, x_name)], name)``, its arguments built only when needed
-    (not for None or ``x`` itself: a decode step's in-place call)."""
+def out_like(out: Any, x: np.ndarray, x_name: str = "x", name: str = "out",
+             others: Sequence[Tuple[np.ndarray, str]] = ()) -> Optional[Out]:
+    """``out_target(out, x.shape, x.dtype, [(x, x_name), *others], name)``, its arguments built only when
+    needed (not for None or ``x`` itself: a decode step's in-place call)."""
     if out is None:
         return None
     if out is x and _whole(x):
         return _new_out((x, x))
-    return _new_out((output(out, x.shape, x.dtype, [(x, x_name)], name), out))
+    return _new_out((output(out, x.shape, x.dtype, [(x, x_name), *others], name), out))
 
 
 def _whole(a: np.ndarray) -> bool:

@@ -157,7 +157,7 @@ def _scores(scores: Any, *, offset: Any, heads: Optional[int], out: Any,
         where = "scores.shape[-3]" if folded is None else "num_heads"
         raise ValueError(f"scores has {count} heads ({where}) but the bias has {heads}")
     grid = distance_grid(s.shape[-2], s.shape[-1], offset=offset)
-    target = _checks.out_target(out, s.shape, s.dtype, [(s, "scores"), *inputs])
+    target = _checks.out_like(out, s, "scores", others=inputs)
     if folded is None:
         return s, grid, target
     if target is None:
