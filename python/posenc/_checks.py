@@ -305,7 +305,7 @@ def out_like(out: Any, x: np.ndarray, x_name: str = "x", name: str = "out",
 def _whole(a: np.ndarray) -> bool:
     """Whether ``a`` is a writeable, contiguous ndarray: as an ``out`` that is its own input, nothing can go wrong."""
     flags = a.flags
-    return flags.writeable and (flags.c_contiguous or flags.f_contiguous)  # type: ignore[no-any-return]
+    return bool(flags.writeable and (flags.c_contiguous or flags.f_contiguous))
 
 
 def output(

@@ -887,7 +887,8 @@ def rotation_qk(q: np.ndarray, k: np.ndarray, params: RopeParams, *, out_q: Any,
     # Each out may be its own input, not the other operand nor the other out (one pass writes both).
     oq = None if pq.out is None else pq.out.array
     ok = None if pk.out is None else pk.out.array
-    checks = ((oq, "out_q", k, "k"), (ok, "out_k", q, "q"), (oq, "out_q", ok, "out_k"))
+    checks: Tuple[Tuple[Optional[np.ndarray], str, Optional[np.ndarray], str], ...] = (
+        (oq, "out_q", k, "k"), (ok, "out_k", q, "q"), (oq, "out_q", ok, "out_k"))
     if oq is q and ok is k:  # in place: all three ask whether q and k overlap (overlap is symmetric)
         checks = checks[:1]
     for a, a_name, b, b_name in checks:
