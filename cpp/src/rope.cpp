@@ -59,21 +59,23 @@ template <bool kInterleaved, std::int64_t kHalf, class T>
 POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __restrict c,
                                               const double* __restrict s, std::int64_t half) {
     if (kHalf > 0) half = kHalf;
+    constexpr int kN = kFullLanes;  // 16 on AVX-512 (in 512-bit registers, as the doubles are), else 8
+    using D = Doubles<kN>;
     std::int64_t j = 0;
-    if (kInterleaved) {  // x·c + swap(x)·s, kLanes features (kLanes / 2 pairs) at a time
-        for (; j + kLanes <= 2 * half; j += kLanes) {
-            const Doubles xv = to_doubles(widen_lanes(x + j)), cv = load_doubles(c + j), sv = load_doubles(s + j);
-            Doubles r;
-            for (int k = 0; k < kRegs; ++k) r.r[k] = fused_add(xv.r[k], cv.r[k], mul(swap_pairs(xv.r[k]), sv.r[k]));
+    if (kInterleaved) {  // x·c + swap(x)·s, kN features (kN / 2 pairs) at a time
+        for (; j + kN <= 2 * half; j += kN) {
+            const D xv = to_doubles(widen_full(x + j)), cv = load_doubles<kN>(c + j), sv = load_doubles<kN>(s + j);
+            D r;
+            for (int k = 0; k < D::kRegs; ++k) r.r[k] = fused_add(xv.r[k], cv.r[k], mul(swap_pairs(xv.r[k]), sv.r[k]));
             narrow_lanes(o + j, odd_lanes(r));
         }
         return j / 2;
     }
-    for (; j + kLanes <= half; j += kLanes) {  // (u·c − v·s, v·c + u·s), kLanes pairs at a time
-        const Doubles u = to_doubles(widen_lanes(x + j)), v = to_doubles(widen_lanes(x + half + j));
-        const Doubles cv = load_doubles(c + j), sv = load_doubles(s + j);
-        Doubles ru, rv;
-        for (int k = 0; k < kRegs; ++k) {
+    for (; j + kN <= half; j += kN) {  // (u·c − v·s, v·c + u·s), kN pairs at a time
+        const D u = to_doubles(widen_full(x + j)), v = to_doubles(widen_full(x + half + j));
+        const D cv = load_doubles<kN>(c + j), sv = load_doubles<kN>(s + j);
+        D ru, rv;
+        for (int k = 0; k < D::kRegs; ++k) {
             ru.r[k] = fused_sub(u.r[k], cv.r[k], mul(v.r[k], sv.r[k]));
             rv.r[k] = fused_add(v.r[k], cv.r[k], mul(u.r[k], sv.r[k]));
         }

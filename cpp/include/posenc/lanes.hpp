@@ -52,26 +52,21 @@ POSENC_BEGIN_TARGET
 // the narrow formats keep (the top 7 or 10) and infinities pass unchanged.
 constexpr int kOddBits = 16;
 
-#if defined(__AVX512F__) && POSENC_VECTOR_BITS >= 512
-
-#define POSENC_HAVE_LANES 1
-constexpr std::int64_t kLanes = 16;
-using Floats = __m512;
-
-POSENC_LANES_INLINE Floats load_floats(const float* p) { return _mm512_loadu_ps(p); }
-POSENC_LANES_INLINE void store_floats(float* p, Floats v) { _mm512_storeu_ps(p, v); }
-
-POSENC_LANES_INLINE Floats widen_lanes(const half_t* p) {
+#if defined(__AVX512F__)
+// Sixteen floats (a 512-bit register): the vectors of 512-bit sources, and on
+// the AVX-512 path also of 256-bit sources' loops that hold doubles anyway
+// (see Doubles below), where converting 16 values costs what 8 do.
+POSENC_LANES_INLINE __m512 widen16(const half_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
-POSENC_LANES_INLINE void narrow_lanes(half_t* p, Floats v) {
+POSENC_LANES_INLINE void narrow_lanes(half_t* p, __m512 v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
-POSENC_LANES_INLINE Floats widen_lanes(const bfloat16_t* p) {
+POSENC_LANES_INLINE __m512 widen16(const bfloat16_t* p) {
     const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
 }
-POSENC_LANES_INLINE void narrow_lanes(bfloat16_t* p, Floats v) {
+POSENC_LANES_INLINE void narrow_lanes(bfloat16_t* p, __m512 v) {
     const __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
     const __m512i bias = _mm512_add_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff));
     const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
@@ -80,6 +75,17 @@ POSENC_LANES_INLINE void narrow_lanes(bfloat16_t* p, Floats v) {
     const __m512i r = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
 }
+#endif
+
+#if defined(__AVX512F__) && POSENC_VECTOR_BITS >= 512
+
+#define POSENC_HAVE_LANES 1
+constexpr std::int64_t kLanes = 16;
+using Floats = __m512;
+
+POSENC_LANES_INLINE Floats load_floats(const float* p) { return _mm512_loadu_ps(p); }
+POSENC_LANES_INLINE void store_floats(float* p, Floats v) { _mm512_storeu_ps(p, v); }
+template <class T> POSENC_LANES_INLINE Floats widen_lanes(const T* p) { return widen16(p); }
 
 #elif defined(__AVX2__)
 
@@ -158,41 +164,51 @@ POSENC_LANES_INLINE __m128 odd_reg(DoubleReg d) {
 }
 #endif
 
-constexpr int kRegs = static_cast<int>(kLanes * sizeof(double) / sizeof(DoubleReg));
+// N doubles (N floats' worth), in as many registers as they take.
+template <int N>
 struct Doubles {
+    static constexpr int kRegs = static_cast<int>(N * sizeof(double) / sizeof(DoubleReg));
     DoubleReg r[kRegs];
 };
 
-POSENC_LANES_INLINE Doubles load_doubles(const double* p) {
-    Doubles d;
-    for (int k = 0; k < kRegs; ++k) d.r[k] = load_reg(p + k * kLanes / kRegs);
+template <int N>
+POSENC_LANES_INLINE Doubles<N> load_doubles(const double* p) {
+    Doubles<N> d;
+    for (int k = 0; k < Doubles<N>::kRegs; ++k) d.r[k] = load_reg(p + k * N / Doubles<N>::kRegs);
     return d;
 }
 
-// A vector of floats as doubles (exact).
-POSENC_LANES_INLINE Doubles to_doubles(Floats f) {
-#if defined(__AVX512F__) && POSENC_VECTOR_BITS >= 512
+// A vector of floats as doubles (exact), and doubles as floats rounded to
+// odd at kOddBits bits: narrow_lanes of those is each double rounded once to
+// float16 or bfloat16.
+#if defined(__AVX512F__)
+POSENC_LANES_INLINE Doubles<16> to_doubles(__m512 f) {
     return {{_mm512_cvtps_pd(_mm512_castps512_ps256(f)),
              _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)))}};
-#elif defined(__AVX512F__)
-    return {{_mm512_cvtps_pd(f)}};
-#else
-    return {{_mm256_cvtps_pd(_mm256_castps256_ps128(f)), _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1))}};
-#endif
 }
-
-// kLanes doubles as floats rounded to odd at kOddBits bits: narrow_lanes of
-// them is each double rounded once to float16 or bfloat16.
-POSENC_LANES_INLINE Floats odd_lanes(Doubles d) {
-#if defined(__AVX512F__) && POSENC_VECTOR_BITS >= 512
+POSENC_LANES_INLINE __m512 odd_lanes(Doubles<16> d) {
     return _mm512_insertf32x8(_mm512_castps256_ps512(odd_reg(d.r[0])), odd_reg(d.r[1]), 1);
-#elif defined(__AVX512F__)
-    return odd_reg(d.r[0]);
-#else
-    return _mm256_set_m128(odd_reg(d.r[1]), odd_reg(d.r[0]));
-#endif
 }
-POSENC_LANES_INLINE Floats odd_lanes(const double* p) { return odd_lanes(load_doubles(p)); }
+POSENC_LANES_INLINE Doubles<8> to_doubles(__m256 f) { return {{_mm512_cvtps_pd(f)}}; }
+POSENC_LANES_INLINE __m256 odd_lanes(Doubles<8> d) { return odd_reg(d.r[0]); }
+#else
+POSENC_LANES_INLINE Doubles<8> to_doubles(__m256 f) {
+    return {{_mm256_cvtps_pd(_mm256_castps256_ps128(f)), _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1))}};
+}
+POSENC_LANES_INLINE __m256 odd_lanes(Doubles<8> d) { return _mm256_set_m128(odd_reg(d.r[1]), odd_reg(d.r[0])); }
+#endif
+POSENC_LANES_INLINE Floats odd_lanes(const double* p) { return odd_lanes(load_doubles<kLanes>(p)); }
+
+// The widest float vector of the path, whatever the source's width: for loops
+// that hold doubles in 512-bit registers anyway (AVX-512), where converting
+// sixteen narrow values costs what eight do.
+#if defined(__AVX512F__)
+constexpr int kFullLanes = 16;
+template <class T> POSENC_LANES_INLINE __m512 widen_full(const T* p) { return widen16(p); }
+#else
+constexpr int kFullLanes = 8;
+template <class T> POSENC_LANES_INLINE __m256 widen_full(const T* p) { return widen_lanes(p); }
+#endif
 
 #endif
 
