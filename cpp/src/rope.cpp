@@ -13,9 +13,10 @@
 //
 // Precision: float64, float16 and bfloat16 data rotate in float64 and are
 // rounded once (u·c fused with the rounded product v·s on the AVX2/AVX-512
-// paths; float16/bfloat16 rows go whole vectors at a time through registers,
-// widened, rotated and rounded to odd then to nearest, lanes.hpp, the same
-// double and the same rounding as the element-wise rest). float32 data rotate in float32, with cos/sin rounded to
+// paths). float16/bfloat16 rows go whole vectors at a time through registers
+// (widened, rotated, rounded to odd then to nearest: lanes.hpp): the same
+// double and the same rounding as the element-wise rest of a row, so the
+// same bits. float32 data rotate in float32, with cos/sin rounded to
 // float32 once: each output is u·c − v·s where c and s carry one rounding
 // each (relative 2^-24), the products one each (one of them fused into an FMA
 // on the AVX2/AVX-512 paths) and the difference one, so the error is below
@@ -39,15 +40,6 @@ namespace {
 template <class T> struct ComputeOf { using type = double; };
 template <> struct ComputeOf<float> { using type = float; };
 
-// One vector of `cols` features: rotate the 2·half leading ones, copy the
-// rest when out is not x. Features are read and results written a chunk of
-// pairs at a time through chunks.hpp (in place for float32/float64, through
-// converted buffers for float16/bfloat16). x and o may be the same memory:
-// each lane reads its own pair before writing it, and a buffered chunk is
-// read whole before it is written. kHalf > 0 fixes the pair count at compile
-// time (head_dim 64 and 128 with full rotation): the loop then unrolls
-// completely, without the prologue and epilogue that otherwise cost as much
-// as the 4-8 vector iterations of a head.
 #if POSENC_HAVE_LANES
 // The leading whole vectors of a contiguous float16/bfloat16 row, rotated in
 // registers: each vector of pairs is widened to double, rotated as
@@ -86,6 +78,15 @@ POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __
 }
 #endif
 
+// One vector of `cols` features: rotate the 2·half leading ones, copy the
+// rest when out is not x. Features are read and results written a chunk of
+// pairs at a time through chunks.hpp (in place for float32/float64, through
+// converted buffers for float16/bfloat16). x and o may be the same memory:
+// each lane reads its own pair before writing it, and a buffered chunk is
+// read whole before it is written. kHalf > 0 fixes the pair count at compile
+// time (head_dim 64 and 128 with full rotation): the loop then unrolls
+// completely, without the prologue and epilogue that otherwise cost as much
+// as the 4-8 vector iterations of a head.
 template <bool kInterleaved, bool kContiguous, std::int64_t kHalf, class T, class R>
 inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, const R* __restrict c,
                           const R* __restrict s, std::int64_t half, std::int64_t cols, bool copy_tail) {
