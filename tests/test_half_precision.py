@@ -25,6 +25,7 @@ from typing import Any, Iterator
 import numpy as np
 import pytest
 
+import posenc
 from posenc import _backend
 from posenc._checks import BFLOAT16
 
@@ -161,3 +162,36 @@ def test_in_place_and_strided_rows(path: str, dtype: Any) -> None:
     expected = round_once(dense.astype(np.float64) + rows.astype(np.float64), dtype)
     native.toeplitz_add(dense, dense, lut)
     same_bits(dense, expected)
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("interleaved", [False, True], ids=["neox", "gptj"])
+def test_rotations_are_rounded_once(path: str, dtype: Any, interleaved: bool) -> None:
+    """apply_rope on float16/bfloat16 (its whole-vector rotation in registers and the element-wise
+    rest) against the float64 rotation rounded once. Caller tables of few-bit values (1.5, 0.75, …
+    and sines of 2^-30) make both products exact, so the float64 result is the same with or without
+    fused multiply-adds; odd mantissas times 1.5 land on halfway points, the small products nudge
+    them off, and random bit patterns bring subnormal, huge and non-finite results."""
+    rng = np.random.default_rng(5)
+    bits = 10 if np.dtype(dtype) == np.float16 else 7
+    lo, hi = (-24, 15) if np.dtype(dtype) == np.float16 else (-133, 126)
+    for half in [1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 48, 64]:
+        seq, heads = 5, 3
+        cos = rng.choice([1.5, 0.75, -1.25, 1.0, 0.0], (seq, half))
+        sin = rng.choice([2.0**-30, -(2.0**-40), 3 * 2.0**-20, -1.0, 0.5], (seq, half))
+        shape = (1, seq, heads, 2 * half)
+        odd = np.ldexp(1.0 + (2 * rng.integers(0, 2 ** (bits - 1), shape) + 1) / 2**bits, rng.integers(lo, hi, shape))
+        x = (odd * rng.choice([-1.0, 1.0], shape)).astype(dtype)
+        random_bits = rng.random(shape) < 0.3
+        x.view(np.uint16)[random_bits] = rng.integers(0, 65536, int(random_bits.sum()), dtype=np.uint16)
+        first, second = (slice(0, None, 2), slice(1, None, 2)) if interleaved else (slice(0, half), slice(half, None))
+        c, s = cos[None, :, None, :], sin[None, :, None, :]
+        with np.errstate(invalid="ignore", over="ignore"):
+            x64 = x.astype(np.float64)
+            u, v = x64[..., first], x64[..., second]
+            exact = np.empty_like(x64)
+            exact[..., first], exact[..., second] = u * c - v * s, v * c + u * s
+        got = posenc.apply_rope(x, cos=cos, sin=sin, interleaved=interleaved)
+        same_bits(got, round_once(exact, dtype))
+        posenc.apply_rope(x, cos=cos, sin=sin, interleaved=interleaved, out=x)  # in place
+        same_bits(x, got)

@@ -12,7 +12,11 @@
 // in axis order). Caller tables (float64 cos/sin) replace the trigonometry.
 //
 // Precision: float64, float16 and bfloat16 data rotate in float64 and are
-// rounded once. float32 data rotate in float32, with cos/sin rounded to
+// rounded once (u·c fused with the rounded product v·s on the AVX2/AVX-512
+// paths). float16/bfloat16 rows go whole vectors at a time through registers
+// (widened, rotated, rounded to odd then to nearest: lanes.hpp): the same
+// double and the same rounding as the element-wise rest of a row, so the
+// same bits. float32 data rotate in float32, with cos/sin rounded to
 // float32 once: each output is u·c − v·s where c and s carry one rounding
 // each (relative 2^-24), the products one each (one of them fused into an FMA
 // on the AVX2/AVX-512 paths) and the difference one, so the error is below
@@ -36,6 +40,44 @@ namespace {
 template <class T> struct ComputeOf { using type = double; };
 template <> struct ComputeOf<float> { using type = float; };
 
+#if POSENC_HAVE_LANES
+// The leading whole vectors of a contiguous float16/bfloat16 row, rotated in
+// registers: each vector of pairs is widened to double, rotated as
+// rotate_vector's loops rotate it — the same products, the first of each sum
+// fused — and rounded once (odd floats, then narrowed; lanes.hpp), with no
+// buffer in between. Returns the number of pairs done; x may be o (a
+// vector's pairs are read before they are written).
+template <bool kInterleaved, std::int64_t kHalf, class T>
+POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __restrict c,
+                                              const double* __restrict s, std::int64_t half) {
+    if (kHalf > 0) half = kHalf;
+    constexpr int kN = kFullLanes;  // 16 on AVX-512 (in 512-bit registers, as the doubles are), else 8
+    using D = Doubles<kN>;
+    std::int64_t j = 0;
+    if (kInterleaved) {  // x·c + swap(x)·s, kN features (kN / 2 pairs) at a time
+        for (; j + kN <= 2 * half; j += kN) {
+            const D xv = to_doubles(widen_full(x + j)), cv = load_doubles<kN>(c + j), sv = load_doubles<kN>(s + j);
+            D r;
+            for (int k = 0; k < D::kRegs; ++k) r.r[k] = fused_add(xv.r[k], cv.r[k], mul(swap_pairs(xv.r[k]), sv.r[k]));
+            narrow_lanes(o + j, odd_lanes(r));
+        }
+        return j / 2;
+    }
+    for (; j + kN <= half; j += kN) {  // (u·c − v·s, v·c + u·s), kN pairs at a time
+        const D u = to_doubles(widen_full(x + j)), v = to_doubles(widen_full(x + half + j));
+        const D cv = load_doubles<kN>(c + j), sv = load_doubles<kN>(s + j);
+        D ru, rv;
+        for (int k = 0; k < D::kRegs; ++k) {
+            ru.r[k] = fused_sub(u.r[k], cv.r[k], mul(v.r[k], sv.r[k]));
+            rv.r[k] = fused_add(v.r[k], cv.r[k], mul(u.r[k], sv.r[k]));
+        }
+        narrow_lanes(o + j, odd_lanes(ru));
+        narrow_lanes(o + half + j, odd_lanes(rv));
+    }
+    return j;
+}
+#endif
+
 // One vector of `cols` features: rotate the 2·half leading ones, copy the
 // rest when out is not x. Features are read and results written a chunk of
 // pairs at a time through chunks.hpp (in place for float32/float64, through
@@ -52,8 +94,13 @@ inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, co
     using Res = Result<T>;
     if (kContiguous) xs = os = 1;
     if (kHalf > 0) half = kHalf;
+    std::int64_t done = 0;  // pairs rotated in registers
+#if POSENC_HAVE_LANES
+    if constexpr (kNarrowFormat<T> && kContiguous) done = rotate_lanes<kInterleaved, kHalf>(x, o, c, s, half);
+#endif
     // Blocks of pairs: kBlock pairs (interleaved: 2·kBlock features).
-    for_row<kDirect<T, kContiguous>>(half, [&](std::int64_t i0, auto m) POSENC_BLOCK_BODY {
+    for_row<kDirect<T, kContiguous>>(half - done, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
+        const std::int64_t i0 = done + j0;
         W xb[2 * kBlock];
         Res rb[2 * kBlock];
         if (kInterleaved) {

@@ -100,19 +100,9 @@ POSENC_BLOCK_INLINE void round_into(const double* __restrict src, std::int64_t n
     }
 #if POSENC_HAVE_LANES
     if constexpr (kNarrowFormat<T>)
-        // Through floats rounded to odd (convert.hpp), a vector at a time.
-        // That form is inexact only where float is subnormal, and only
-        // bfloat16 has values there (float16 rounds them to zero either way):
-        // a bfloat16 vector with a float in (0, 2^-126] goes through store<T>.
-        // (A double below 2^-150 that became a float zero rounds to a
-        // bfloat16 zero exactly as its odd float would.)
-        for (; j + kLanes <= n; j += kLanes) {
-            const Floats odd = odd_lanes(src + j);
-            if (std::is_same<T, bfloat16_t>::value && any_tiny(odd))
-                for (std::int64_t k = j; k < j + kLanes; ++k) dst[k] = store<T>(src[k]);
-            else
-                narrow_lanes(dst + j, odd);
-        }
+        // Through floats rounded to odd (lanes.hpp), a vector at a time:
+        // exact for every double, so no value takes the element-wise path.
+        for (; j + kLanes <= n; j += kLanes) narrow_lanes(dst + j, odd_lanes(src + j));
 #endif
 #pragma omp simd
     for (std::int64_t k = j; k < n; ++k) dst[k] = store<T>(src[k]);

@@ -1,4 +1,4 @@
-// posenc/lanes.hpp — float16/bfloat16 ↔ float, and double → odd float, a whole vector at a time.
+// posenc/lanes.hpp — float16/bfloat16 ↔ float ↔ double, and double → odd float, a whole vector at a time.
 //
 // The element-wise conversions of convert.hpp, for one vector of kLanes
 // values: 16 on the AVX-512 path when the kernel source works in 512-bit
@@ -7,7 +7,11 @@
 // callers fall back to the element-wise code, which GCC vectorises there). Each function computes the
 // same bits as its element-wise twin: F16C's conversions are those convert.hpp
 // imitates (checked on every float16 value and 4e8 floats), and the bfloat16
-// and round-to-odd ones are the same integer operations, lane by lane.
+// ones are the same integer operations, lane by lane. Rounding doubles once
+// (odd_lanes, then narrow_lanes) takes an odd float of fewer bits than
+// convert.hpp's (kOddBits below): the same final bits, with no exception for
+// bfloat16's subnormals. Doubles holds kLanes doubles for kernels that
+// compute a narrow format's results in float64 (the rotation of rope.cpp).
 // The two widths are spelled out in their own intrinsics: written once with
 // GCC's vector extensions instead, the fused rotation of float16 ran 4x and
 // bfloat16 kernels 1.5-3x slower (GCC no longer kept the blocks in registers).
@@ -29,26 +33,40 @@
 
 POSENC_BEGIN_TARGET
 
-#if defined(__AVX512F__) && POSENC_VECTOR_BITS >= 512
+// Every helper must inline into the kernel's vector loop: an out-of-line
+// call per vector (GCC declined the bfloat16 narrowing with its NaN branch)
+// costs more than the conversion.
+#define POSENC_LANES_INLINE inline __attribute__((always_inline))
 
-#define POSENC_HAVE_LANES 1
-constexpr std::int64_t kLanes = 16;
-using Floats = __m512;
+// Significant bits of the floats that odd_lanes rounds doubles to (to odd:
+// truncate, then set the last kept bit if anything was dropped). A value
+// rounded to odd with q ≥ p + 2 bits, then to nearest with p bits, is the
+// value rounded to nearest directly (Boldo & Melquiond, see convert.hpp), so
+// any q from 10 (bfloat16, p = 8) up works for both formats when the odd
+// value converts to float exactly. With q = 16 it does for every |d| ≥ 2^-134:
+// the float spacing there (2^-149 at the smallest) is at most 2^-15·|d|.
+// Below 2^-134 both formats round to zero and so does the float (or to a
+// float ≤ 2^-134, which still narrows to zero: a tie, to even). So, unlike
+// convert.hpp's odd_float (q = 24, inexact where float is subnormal), no
+// value needs an element-wise fallback, bfloat16 included; NaN payload bits
+// the narrow formats keep (the top 7 or 10) and infinities pass unchanged.
+constexpr int kOddBits = 16;
 
-inline Floats load_floats(const float* p) { return _mm512_loadu_ps(p); }
-inline void store_floats(float* p, Floats v) { _mm512_storeu_ps(p, v); }
-
-inline Floats widen_lanes(const half_t* p) {
+#if defined(__AVX512F__)
+// Sixteen floats (a 512-bit register): the vectors of 512-bit sources, and on
+// the AVX-512 path also of 256-bit sources' loops that hold doubles anyway
+// (see Doubles below), where converting 16 values costs what 8 do.
+POSENC_LANES_INLINE __m512 widen16(const half_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
-inline void narrow_lanes(half_t* p, Floats v) {
+POSENC_LANES_INLINE void narrow_lanes(half_t* p, __m512 v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
-inline Floats widen_lanes(const bfloat16_t* p) {
+POSENC_LANES_INLINE __m512 widen16(const bfloat16_t* p) {
     const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
 }
-inline void narrow_lanes(bfloat16_t* p, Floats v) {
+POSENC_LANES_INLINE void narrow_lanes(bfloat16_t* p, __m512 v) {
     const __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
     const __m512i bias = _mm512_add_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff));
     const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
@@ -57,23 +75,17 @@ inline void narrow_lanes(bfloat16_t* p, Floats v) {
     const __m512i r = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
 }
+#endif
 
-// Doubles as floats rounded to odd (convert.hpp's odd_float), eight at a time.
-inline __m256 odd_eight(const double* p) {
-    const __m512i dropped = _mm512_set1_epi64((std::int64_t(1) << 29) - 1);
-    const __m512i u = _mm512_castpd_si512(_mm512_loadu_pd(p));
-    const __m512i sticky = _mm512_add_epi64(_mm512_and_si512(u, dropped), dropped);
-    return _mm512_cvtpd_ps(_mm512_castsi512_pd(_mm512_andnot_si512(dropped, _mm512_or_si512(u, sticky))));
-}
-inline Floats odd_lanes(const double* p) {
-    return _mm512_insertf32x8(_mm512_castps256_ps512(odd_eight(p)), odd_eight(p + 8), 1);
-}
-// Whether a lane holds 0 < |v| ≤ 2^-126 (see chunks.hpp's round_into).
-inline bool any_tiny(Floats v) {
-    const __m512 a = _mm512_abs_ps(v);
-    return (_mm512_cmp_ps_mask(a, _mm512_set1_ps(0x1p-126f), _CMP_LE_OQ) &
-            _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_NEQ_OQ)) != 0;
-}
+#if defined(__AVX512F__) && POSENC_VECTOR_BITS >= 512
+
+#define POSENC_HAVE_LANES 1
+constexpr std::int64_t kLanes = 16;
+using Floats = __m512;
+
+POSENC_LANES_INLINE Floats load_floats(const float* p) { return _mm512_loadu_ps(p); }
+POSENC_LANES_INLINE void store_floats(float* p, Floats v) { _mm512_storeu_ps(p, v); }
+template <class T> POSENC_LANES_INLINE Floats widen_lanes(const T* p) { return widen16(p); }
 
 #elif defined(__AVX2__)
 
@@ -81,20 +93,20 @@ inline bool any_tiny(Floats v) {
 constexpr std::int64_t kLanes = 8;
 using Floats = __m256;
 
-inline Floats load_floats(const float* p) { return _mm256_loadu_ps(p); }
-inline void store_floats(float* p, Floats v) { _mm256_storeu_ps(p, v); }
+POSENC_LANES_INLINE Floats load_floats(const float* p) { return _mm256_loadu_ps(p); }
+POSENC_LANES_INLINE void store_floats(float* p, Floats v) { _mm256_storeu_ps(p, v); }
 
-inline Floats widen_lanes(const half_t* p) {
+POSENC_LANES_INLINE Floats widen_lanes(const half_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
-inline void narrow_lanes(half_t* p, Floats v) {
+POSENC_LANES_INLINE void narrow_lanes(half_t* p, Floats v) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
-inline Floats widen_lanes(const bfloat16_t* p) {
+POSENC_LANES_INLINE Floats widen_lanes(const bfloat16_t* p) {
     const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
 }
-inline void narrow_lanes(bfloat16_t* p, Floats v) {
+POSENC_LANES_INLINE void narrow_lanes(bfloat16_t* p, Floats v) {
     if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {  // NaNs are rare: no blend for them
         alignas(32) float f[8];
         _mm256_store_ps(f, v);
@@ -109,25 +121,94 @@ inline void narrow_lanes(bfloat16_t* p, Floats v) {
                      _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
 }
 
-// Doubles as floats rounded to odd (convert.hpp's odd_float), four at a time.
-inline __m128 odd_four(const double* p) {
-    const __m256i dropped = _mm256_set1_epi64x((std::int64_t(1) << 29) - 1);
-    const __m256i u = _mm256_castpd_si256(_mm256_loadu_pd(p));
-    const __m256i sticky = _mm256_add_epi64(_mm256_and_si256(u, dropped), dropped);
-    return _mm256_cvtpd_ps(_mm256_castsi256_pd(_mm256_andnot_si256(dropped, _mm256_or_si256(u, sticky))));
-}
-inline Floats odd_lanes(const double* p) { return _mm256_set_m128(odd_four(p + 4), odd_four(p)); }
-// Whether a lane holds 0 < |v| ≤ 2^-126 (see chunks.hpp's round_into).
-inline bool any_tiny(Floats v) {
-    const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
-    return _mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(a, _mm256_set1_ps(0x1p-126f), _CMP_LE_OQ),
-                                            _mm256_cmp_ps(a, _mm256_setzero_ps(), _CMP_NEQ_OQ))) != 0;
-}
-
 #else
 
 #define POSENC_HAVE_LANES 0
 constexpr std::int64_t kLanes = 0;  // the baseline path converts element by element
+
+#endif
+
+#if POSENC_HAVE_LANES
+
+// kLanes doubles, for results computed in float64 and rounded once to a
+// narrow format (rope.cpp rotates float16/bfloat16 pairs in them): registers
+// of 8 doubles where AVX-512 has them, also in 256-bit sources (one register
+// per 8-float vector, as many operations as two of 4 on any CPU), else of 4.
+#if defined(__AVX512F__)
+using DoubleReg = __m512d;
+POSENC_LANES_INLINE DoubleReg load_reg(const double* p) { return _mm512_loadu_pd(p); }
+POSENC_LANES_INLINE DoubleReg mul(DoubleReg a, DoubleReg b) { return _mm512_mul_pd(a, b); }
+POSENC_LANES_INLINE DoubleReg fused_add(DoubleReg a, DoubleReg b, DoubleReg c) { return _mm512_fmadd_pd(a, b, c); }
+POSENC_LANES_INLINE DoubleReg fused_sub(DoubleReg a, DoubleReg b, DoubleReg c) { return _mm512_fmsub_pd(a, b, c); }
+POSENC_LANES_INLINE DoubleReg swap_pairs(DoubleReg a) { return _mm512_permute_pd(a, 0x55); }
+// Eight doubles as floats rounded to odd at kOddBits bits.
+POSENC_LANES_INLINE __m256 odd_reg(DoubleReg d) {
+    const __m512i dropped = _mm512_set1_epi64((std::int64_t(1) << (53 - kOddBits)) - 1);
+    const __m512i u = _mm512_castpd_si512(d);
+    const __m512i sticky = _mm512_add_epi64(_mm512_and_si512(u, dropped), dropped);
+    return _mm512_cvtpd_ps(_mm512_castsi512_pd(_mm512_andnot_si512(dropped, _mm512_or_si512(u, sticky))));
+}
+#else
+using DoubleReg = __m256d;
+POSENC_LANES_INLINE DoubleReg load_reg(const double* p) { return _mm256_loadu_pd(p); }
+POSENC_LANES_INLINE DoubleReg mul(DoubleReg a, DoubleReg b) { return _mm256_mul_pd(a, b); }
+POSENC_LANES_INLINE DoubleReg fused_add(DoubleReg a, DoubleReg b, DoubleReg c) { return _mm256_fmadd_pd(a, b, c); }
+POSENC_LANES_INLINE DoubleReg fused_sub(DoubleReg a, DoubleReg b, DoubleReg c) { return _mm256_fmsub_pd(a, b, c); }
+POSENC_LANES_INLINE DoubleReg swap_pairs(DoubleReg a) { return _mm256_permute_pd(a, 0x5); }
+// Four doubles as floats rounded to odd at kOddBits bits.
+POSENC_LANES_INLINE __m128 odd_reg(DoubleReg d) {
+    const __m256i dropped = _mm256_set1_epi64x((std::int64_t(1) << (53 - kOddBits)) - 1);
+    const __m256i u = _mm256_castpd_si256(d);
+    const __m256i sticky = _mm256_add_epi64(_mm256_and_si256(u, dropped), dropped);
+    return _mm256_cvtpd_ps(_mm256_castsi256_pd(_mm256_andnot_si256(dropped, _mm256_or_si256(u, sticky))));
+}
+#endif
+
+// N doubles (N floats' worth), in as many registers as they take.
+template <int N>
+struct Doubles {
+    static constexpr int kRegs = static_cast<int>(N * sizeof(double) / sizeof(DoubleReg));
+    DoubleReg r[kRegs];
+};
+
+template <int N>
+POSENC_LANES_INLINE Doubles<N> load_doubles(const double* p) {
+    Doubles<N> d;
+    for (int k = 0; k < Doubles<N>::kRegs; ++k) d.r[k] = load_reg(p + k * N / Doubles<N>::kRegs);
+    return d;
+}
+
+// A vector of floats as doubles (exact), and doubles as floats rounded to
+// odd at kOddBits bits: narrow_lanes of those is each double rounded once to
+// float16 or bfloat16.
+#if defined(__AVX512F__)
+POSENC_LANES_INLINE Doubles<16> to_doubles(__m512 f) {
+    return {{_mm512_cvtps_pd(_mm512_castps512_ps256(f)),
+             _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)))}};
+}
+POSENC_LANES_INLINE __m512 odd_lanes(Doubles<16> d) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(odd_reg(d.r[0])), odd_reg(d.r[1]), 1);
+}
+POSENC_LANES_INLINE Doubles<8> to_doubles(__m256 f) { return {{_mm512_cvtps_pd(f)}}; }
+POSENC_LANES_INLINE __m256 odd_lanes(Doubles<8> d) { return odd_reg(d.r[0]); }
+#else
+POSENC_LANES_INLINE Doubles<8> to_doubles(__m256 f) {
+    return {{_mm256_cvtps_pd(_mm256_castps256_ps128(f)), _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1))}};
+}
+POSENC_LANES_INLINE __m256 odd_lanes(Doubles<8> d) { return _mm256_set_m128(odd_reg(d.r[1]), odd_reg(d.r[0])); }
+#endif
+POSENC_LANES_INLINE Floats odd_lanes(const double* p) { return odd_lanes(load_doubles<kLanes>(p)); }
+
+// The widest float vector of the path, whatever the source's width: for loops
+// that hold doubles in 512-bit registers anyway (AVX-512), where converting
+// sixteen narrow values costs what eight do.
+#if defined(__AVX512F__)
+constexpr int kFullLanes = 16;
+template <class T> POSENC_LANES_INLINE __m512 widen_full(const T* p) { return widen16(p); }
+#else
+constexpr int kFullLanes = 8;
+template <class T> POSENC_LANES_INLINE __m256 widen_full(const T* p) { return widen_lanes(p); }
+#endif
 
 #endif
 
