@@ -31,7 +31,7 @@ venv=.venv-sanitize
 start=$SECONDS
 
 python3 -m venv --system-site-packages "$venv"
-"$venv/bin/python" -m pip install -q scikit-build-core pybind11 numpy pytest hypothesis threadpoolctl ml_dtypes
+"$venv/bin/python" -m pip install -q scikit-build-core pybind11 numpy pytest pytest-xdist hypothesis threadpoolctl ml_dtypes
 "$venv/bin/python" -m pip install -q --no-build-isolation --no-deps --force-reinstall \
   -Ccmake.define.POSENC_SANITIZE=ON -Ccmake.build-type=RelWithDebInfo -Cbuild-dir=build/sanitize .
 echo "sanitizer build: $((SECONDS - start)) s"
@@ -54,5 +54,5 @@ env LD_PRELOAD="$asan:$cxx" \
     ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:max_allocation_size_mb=3072:abort_on_error=1:strict_init_order=1:detect_stack_use_after_return=0 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     POSENC_SANITIZED=1 HYPOTHESIS_PROFILE=default \
-    "$OLDPWD/$venv/bin/python" -m pytest -q -p no:cacheprovider -p no:warnings --capture=sys "$tests" "$@"
+    "$OLDPWD/$venv/bin/python" -m pytest -q -p no:cacheprovider -p no:warnings --capture=sys -n auto "$tests" "$@"
 echo "sanitizer tests: $((SECONDS - start)) s in total"

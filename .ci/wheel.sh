@@ -55,7 +55,7 @@ PY
 "$tmp/venv/bin/posenc" compare --length 64 --dim 16 --only sinusoidal
 # The installed wheel against every family's tests, the ISA paths and the hostile table (the
 # process-spawning and exhaustive tests ran on the same sources in the main stages).
-"$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider --hypothesis-profile=default -m "not slow" \
+"$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider -n auto --hypothesis-profile=default -m "not slow" \
   tests/test_sinusoidal.py tests/test_rope.py tests/test_rope_qk.py tests/test_rope_nd.py tests/test_relative.py \
   tests/test_learned.py tests/test_vision.py tests/test_isa_agreement.py tests/test_dispatch.py \
   tests/test_half_precision.py tests/test_arguments.py tests/test_invariants.py

@@ -1,0 +1,83 @@
+"""The README's performance table, from the JSON of one ``posenc bench`` run.
+
+    python -m posenc bench --dtype all --json bench.json
+    python benchmarks/readme_table.py bench.json > table.md
+
+One row per float32 case (the README's table; the dtype axis follows it as a
+second table): posenc's time, its share of the memory ceiling measured in the
+same run on the same buffer with the same threads, each baseline's time, and
+how many times faster posenc is than the fastest baseline. Then the small
+calls, in multiples of one tiny NumPy ufunc call.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Dict, List, Optional
+
+
+def _ms(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "—"
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
+
+
+def case_table(rows: List[Dict[str, Any]]) -> List[str]:
+    lines = ["| case (float32, 2 threads) | posenc | of ceiling | NumPy | PyTorch | Hugging Face | fastest other ÷ posenc |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r.get("kind") == "small" or r["dtype"] != "float32":
+            continue
+        t = r["posenc_s"]
+        others = [s for s in r["baselines"].values() if s is not None]
+        best = f"{min(others) / t:.2f}×" if others else "—"
+        share = f"{r['ceiling_s'] / t:.2f} of {r['ceiling']}"
+        b = r["baselines"]
+        lines.append(f"| `{r['case']}` | {_ms(t)} | {share} | {_ms(b.get('numpy'))} | {_ms(b.get('torch'))} "
+                     f"| {_ms(b.get('HF'))} | {best} |")
+    return lines
+
+
+def dtype_table(rows: List[Dict[str, Any]]) -> List[str]:
+    times: Dict[str, Dict[str, float]] = {}
+    for r in rows:
+        if r.get("kind") != "small":
+            times.setdefault(r["case"], {})[r["dtype"]] = r["posenc_s"]
+    dtypes = [d for d in ("float16", "bfloat16", "float64") if any(d in v for v in times.values())]
+    if not dtypes:
+        return []
+    lines = ["| case | float32 | " + " | ".join(f"{d} ÷ float32" for d in dtypes) + " |",
+             "|---|---|" + "---|" * len(dtypes)]
+    for case, t in times.items():
+        if "float32" in t:
+            ratios = " | ".join(f"{t[d] / t['float32']:.2f}" if d in t else "—" for d in dtypes)
+            lines.append(f"| `{case}` | {_ms(t['float32'])} | {ratios} |")
+    return lines
+
+
+def small_table(rows: List[Dict[str, Any]]) -> List[str]:
+    small = [r for r in rows if r.get("kind") == "small"]
+    if not small:
+        return []
+    unit = small[0]["ufunc_s"]
+    lines = [f"| small call (one tiny ufunc: {unit * 1e6:.2f} µs) | posenc | × ufunc | native call alone |",
+             "|---|---|---|---|"]
+    for r in small:
+        native = f"{r['native_s'] * 1e6:.2f} µs ({r['native_s'] / unit:.1f}×)" if r["native_s"] is not None else "—"
+        lines.append(f"| `{r['case']}` | {r['public_s'] * 1e6:.2f} µs | {r['public_s'] / unit:.1f}× | {native} |")
+    return lines
+
+
+def main(path: str) -> None:
+    with open(path) as f:
+        rows = json.load(f)
+    if isinstance(rows, dict):
+        sys.exit("this is the JSON of `--isa all`; run posenc bench without --isa for the README table")
+    for table in (case_table(rows), dtype_table(rows), small_table(rows)):
+        if table:
+            print("\n".join(table) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
