@@ -9,7 +9,7 @@
 
 #include <type_traits>
 
-#if defined(__AVX2__)
+#if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -25,38 +25,33 @@ namespace {
 // after). Contiguous rows only; a line per 64 bytes of the row added.
 constexpr std::int64_t kLineBytes = 64;
 
-#if defined(__AVX2__)
-// float32: scale·x + v a vector of doubles at a time, half a vector of floats
-// widened and narrowed back, each load and store the width it needs. The
-// plain loop (GCC vectorises it a whole vector of floats at a time) splits and
-// joins the halves with an extract and an insert, two more operations per
-// vector on the shuffle port every conversion uses: once the loads no longer
-// wait on memory that was 15-20% of the sum. The same FMA and rounding as the
-// plain loop, so the same bits.
 #if defined(__AVX512F__) && POSENC_VECTOR_BITS >= 512
+// float32 on the AVX-512 path: scale·x + v eight doubles at a time, eight
+// floats widened and narrowed back, each load and store the width it needs.
+// The plain loop (GCC vectorises it sixteen floats at a time) splits and joins
+// the halves with a 256-bit extract and insert, two more operations per vector
+// on the shuffle port every conversion uses: once the loads no longer wait on
+// memory that was 15-20% of the sum (one thread, [4, 2048, 1024]; measured
+// with the prefetch below, not alone). The same FMA and rounding as the plain
+// loop, so the same bits. (The AVX2 path keeps the plain loop, with 128-bit
+// extracts and inserts: there the sum stays bound by them, the prefetch
+// changing nothing measurable, ~2.0x a read-modify-write pass; written with
+// GCC's vector extensions instead it ran 8x slower. Intrinsics for it would
+// be a second copy of these lines, left for a measured need.)
 constexpr std::int64_t kDoubleLanes = 8;
-using Doubles = __m512d;
-inline Doubles broadcast(double d) { return _mm512_set1_pd(d); }
-inline void add_lanes(const double* v, Doubles scale, const float* x, float* out) {
+constexpr bool kFloatRowKernel = true;
+
+inline void add_lanes(const double* v, __m512d scale, const float* x, float* out) {
     const __m512d xd = _mm512_cvtps_pd(_mm256_loadu_ps(x));
     _mm256_storeu_ps(out, _mm512_cvtpd_ps(_mm512_fmadd_pd(scale, xd, _mm512_loadu_pd(v))));
 }
-#else
-constexpr std::int64_t kDoubleLanes = 4;
-using Doubles = __m256d;
-inline Doubles broadcast(double d) { return _mm256_set1_pd(d); }
-inline void add_lanes(const double* v, Doubles scale, const float* x, float* out) {
-    const __m256d xd = _mm256_cvtps_pd(_mm_loadu_ps(x));
-    _mm_storeu_ps(out, _mm256_cvtpd_ps(_mm256_fmadd_pd(scale, xd, _mm256_loadu_pd(v))));
-}
-#endif
 
 // out[j] = float(scale·x[j] + v[j]), j < n, prefetching next[0, n) (if not
 // null) a line per line added; x may be out.
 inline void add_row_f32(const double* __restrict v, std::int64_t n, double scale, const float* x, float* out,
                         const float* next) {
     constexpr std::int64_t kLine = kLineBytes / sizeof(float);
-    const Doubles s = broadcast(scale);
+    const __m512d s = _mm512_set1_pd(scale);
     std::int64_t j = 0;
     for (; j + kLine <= n; j += kLine) {
         if (next) __builtin_prefetch(next + j, 1, 3);
@@ -64,6 +59,9 @@ inline void add_row_f32(const double* __restrict v, std::int64_t n, double scale
     }
     for (; j < n; ++j) out[j] = static_cast<float>(scale * static_cast<double>(x[j]) + v[j]);
 }
+#else
+constexpr bool kFloatRowKernel = false;
+inline void add_row_f32(const double*, std::int64_t, double, const float*, float*, const float*) {}
 #endif
 
 // Columns [0, n) of a row: out[j] = v[j] (kAdd false) or scale·x[j] + v[j] in
@@ -78,12 +76,10 @@ inline void encode_run(const double* __restrict v, std::int64_t n, double scale,
         write_chunk(v, out, ocs, n);
         return;
     }
-#if defined(__AVX2__)
-    if constexpr (kContiguous && std::is_same<T, float>::value) {
+    if constexpr (kFloatRowKernel && kContiguous && std::is_same<T, float>::value) {
         add_row_f32(v, n, scale, x, out, next);
         return;
     }
-#endif
     const auto add_piece = [&](std::int64_t p0, std::int64_t pn) {
         for_row<kDirect<T, kContiguous>>(pn, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
             j0 += p0;
