@@ -75,6 +75,8 @@ FAMILIES: Dict[str, Tuple[str, List[Mutant]]] = {
     "relative": ("tests/test_relative.py", [
         Mutant("toeplitz_copy", "one-element", out="out"),
         Mutant("toeplitz_add", "one-element", out="out"),
+        Mutant("alibi_add", "one-element", out="out"),
+        Mutant("alibi_add", "symmetric-flipped", flip="symmetric"),
         Mutant("t5_thresholds", "boundary-moved", result=True),
     ]),
     "vision": ("tests/test_vision.py", [

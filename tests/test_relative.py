@@ -602,6 +602,29 @@ def test_every_vector_tail(native_isa, k):
         same_bits(posenc.alibi_bias(3, 5, k, dtype=dtype), ref.alibi_bias(3, 5, k, dtype=dtype))
 
 
+def test_alibi_add_binding_checks_what_it_is_given(isa):
+    """native.alibi_add (float32/float64 scores, bias rows built in C++) refuses what would read or write out
+    of bounds itself, the last line before the kernel; half precision is not its job."""
+    native = posenc._backend.native
+    scores = np.full((2, 3, 4), 7, np.float32)
+    slopes = posenc.alibi_slopes(2, dtype=np.float64)
+    with pytest.raises(ValueError, match="slopes"):
+        native.alibi_add(scores, scores, slopes[:1], 0, False)
+    with pytest.raises(ValueError, match="slopes"):
+        native.alibi_add(scores, scores, slopes.astype(np.float32), 0, False)
+    with pytest.raises(TypeError, match="float32 or float64"):
+        native.alibi_add(scores.astype(np.float16), scores.astype(np.float16), slopes, 0, False)
+    with pytest.raises(ValueError, match=r"\[\.\.\., heads, q, k\]"):
+        native.alibi_add(scores[0], scores[0], slopes, 0, False)
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        native.alibi_add(scores, scores, slopes, 2**53 + 1, False)
+    with pytest.raises(ValueError, match="shape"):
+        native.alibi_add(scores, scores[:, :2], slopes, 0, False)
+    assert (scores == 7).all()
+    native.alibi_add(scores, scores, slopes, 1, True)
+    same_bits(scores, ref.add_alibi(np.full((2, 3, 4), 7, np.float32), offset=1, symmetric=True))
+
+
 # ---------------------------------------------------------------- positions and Shaw embeddings
 
 @given(q=st.integers(0, 50), k=st.integers(0, 50), offset=st.integers(-2**40, 2**40),

@@ -732,6 +732,44 @@ def test_decode_fast_lane_builds_the_full_checks_params(shape, seq_axis, offset,
         assert type(a) is type(b) and (np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b), name
 
 
+@pytest.mark.parametrize("shape,seq_axis,positions", [
+    ((1, 1, 32, 128), -3, np.array([[4000]])), ((1, 1, 8, 128), -3, np.array([2**53])),
+    ((2, 3, 2, 8), -3, np.arange(3, dtype=np.int32)[::-1]), ((1, 2, 3, 8), -2, np.array([[7, 2, 9]], ">u2")),
+    ((1, 0, 2, 8), -3, np.zeros(0, np.int64)), ((1, 4, 8), -2, np.array([[-5, 0, 3, 2**40]]))])
+def test_decode_fast_lane_takes_integer_positions_as_the_full_checks_do(shape, seq_axis, positions):
+    """Integer ndarray positions [seq] or [1, seq] take rope_params' fast lane: the very plan the full checks
+    make of the same positions as a list (which the lane does not take)."""
+    from posenc._plans.rope import rope_params
+
+    x = np.zeros(shape, np.float32)
+    kw = dict(offset=0, base=10000.0, scaling=None, inv_freq=None, attention_scaling=None, rotary_dim=None,
+              seq_axis=seq_axis, inverse=False, interleaved=True, mrope_section=None, mrope_interleaved=False)
+    k = x[..., :1, :] if seq_axis == -3 else x[..., :1, :, :] if x.ndim == 4 else x  # fewer heads
+    fast = rope_params(((x, "x"), (k, "k")), positions=positions, **kw)
+    full = rope_params(((x, "x"), (k, "k")), positions=positions.tolist(), **kw)
+    for name, a, b in zip(fast._fields, fast, full):
+        assert type(a) is type(b) and (np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b), name
+    assert fast.positions.dtype == np.float64 and fast.positions.flags.c_contiguous
+
+
+@pytest.mark.parametrize("positions,offset", [
+    (np.array([[1, 2]]), 0), (np.array([[1], [2]]), 0), (np.array([1]), 3), (np.array([[[1]]]), 0),
+    (np.array([1.5]), 0), (np.array([np.nan]), 0), (np.array([True]), 0), (np.array(["1"]), 0)])
+def test_bad_positions_raise_the_full_checks_errors_in_a_decode_step(positions, offset):
+    """A decode step's call with bad ndarray positions raises what the full checks raise (the same positions
+    given as a list, which never takes the fast lane)."""
+    q, k = np.zeros((1, 1, 4, 8), np.float32), np.zeros((1, 1, 2, 8), np.float32)
+    errors = []
+    for value in (positions, positions.tolist()):
+        try:
+            posenc.apply_rope_qk(q, k, value, offset=offset, out_q=q, out_k=k)
+            errors.append(None)
+        except (TypeError, ValueError) as exc:
+            errors.append((type(exc), str(exc)))
+    assert errors[0] == errors[1]
+    assert errors[0] is not None or positions.dtype.kind == "f" and np.isfinite(positions).all()  # 1.5 is valid
+
+
 # ================================================================ hostile-input specs
 # The valid baseline call of each public function and the role of each argument: the hostile table
 # (tests/test_arguments.py), the differential fuzzer and the PyTorch/JAX/unpickled-input cases are

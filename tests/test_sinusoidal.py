@@ -169,6 +169,26 @@ def test_add_matches_reference(isa, lead, seq, half, dtype, interleaved, offset,
     assert_close_to_float64(expected, exact, slack)
 
 
+def test_add_cached_frequencies_check_every_base():
+    """add_sinusoidal's cached frequencies (keyed by a float or int base) never let another type of base
+    through an equal key, and x.shape[-1] is checked before the base whatever its type."""
+    from fractions import Fraction
+
+    x = np.zeros((1, 1, 8), np.float32)
+    posenc.add_sinusoidal(x, base=10000)  # caches the entry of (8, 10000)
+    posenc.add_sinusoidal(x, base=1.0 + 1e-9)
+    for bad, error in [(Fraction(10000), TypeError), (True, TypeError), (np.bool_(True), TypeError), ("1e4", TypeError),
+                       (1, ValueError), (1.0, ValueError), (-5, ValueError), (float("nan"), ValueError),
+                       (np.float64("inf"), ValueError)]:
+        with pytest.raises(error, match="base"):
+            posenc.add_sinusoidal(x, base=bad)
+    odd = np.zeros((1, 1, 7), np.float32)
+    for base in (10000.0, 1.0, Fraction(10000), "1e4"):
+        with pytest.raises(ValueError, match=r"x\.shape\[-1\] must be even"):
+            posenc.add_sinusoidal(odd, base=base)
+    assert not posenc._plans.sinusoidal.x_frequencies(8, 10000.0).flags.writeable
+
+
 def test_add_strided_views_of_a_fused_buffer(isa):
     """A slice of a larger buffer is updated in place and its neighbours are untouched."""
     buf = np.random.default_rng(4).standard_normal((2, 50, 3, 64)).astype(np.float32)

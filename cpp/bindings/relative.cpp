@@ -68,6 +68,38 @@ void toeplitz_add(py::array x, py::array out, py::array lut) {
     kernel(a, x.data(), xr.layout(), out.mutable_data(), o.layout());
 }
 
+// ALiBi's lookup rows for float32/float64 operands: row h holds slope_h·d (−slope_h·|d| when symmetric) for
+// the distances d = first, first + 1, …, first + length − 1, evaluated in double and rounded once by the cast
+// to T: what the NumPy lookup rows of the executor hold (round_once is that cast for these dtypes). Built
+// here, a decode step's add_alibi is one call instead of half a dozen NumPy operations on a few elements.
+template <class T>
+py::array alibi_rows(const double* slopes, std::int64_t heads, std::int64_t first, std::int64_t length,
+                     bool symmetric) {
+    py::array_t<T> lut({heads, length});
+    T* row = lut.mutable_data();
+    for (std::int64_t h = 0; h < heads; ++h, row += length)
+        for (std::int64_t m = 0; m < length; ++m) {
+            const std::int64_t d = first + m;  // |d| <= 2**54: no overflow
+            row[m] = static_cast<T>(slopes[h] * static_cast<double>(symmetric ? (d < 0 ? d : -d) : d));
+        }
+    return lut;
+}
+
+// out[..., heads, q, k] = x + ALiBi bias of query positions offset + i (float32 or float64 scores).
+void alibi_add(py::array x, py::array out, py::array slopes, std::int64_t offset, bool symmetric) {
+    const DType dt = float_dtype(x, "scores");
+    if (dt != DType::f32 && dt != DType::f64) throw py::type_error("alibi_add takes float32 or float64 scores");
+    if (x.ndim() < 3) throw std::invalid_argument("scores must be [..., heads, q, k]");
+    const std::int64_t heads = x.shape(x.ndim() - 3), rows = x.shape(x.ndim() - 2), cols = x.shape(x.ndim() - 1);
+    const double* s = float64_vector(slopes, heads, "slopes");
+    constexpr std::int64_t kMaxPosition = std::int64_t(1) << 53;
+    if (offset < -kMaxPosition || offset > kMaxPosition || rows > kMaxPosition || cols > kMaxPosition)
+        throw std::invalid_argument("offset and lengths must lie within 2**53");
+    const std::int64_t length = rows + cols > 0 ? rows + cols - 1 : 0, first = -(rows - 1) - offset;
+    toeplitz_add(x, out, dt == DType::f32 ? alibi_rows<float>(s, heads, first, length, symmetric)
+                                          : alibi_rows<double>(s, heads, first, length, symmetric));
+}
+
 py::array_t<std::int64_t> t5_thresholds(std::int64_t half, std::int64_t max_exact, std::int64_t max_distance) {
     if (max_exact < 1 || half < 2 * max_exact || max_distance <= max_exact || max_distance > (std::int64_t(1) << 62))
         throw std::invalid_argument("t5_thresholds needs 1 <= max_exact <= half/2 and max_exact < max_distance <= 2**62");
@@ -84,6 +116,8 @@ py::array_t<std::int64_t> t5_thresholds(std::int64_t half, std::int64_t max_exac
 void register_relative(py::module_& m) {
     m.def("toeplitz_copy", &toeplitz_copy, py::arg("out"), py::arg("lut"), py::arg("step"));
     m.def("toeplitz_add", &toeplitz_add, py::arg("x"), py::arg("out"), py::arg("lut"));
+    m.def("alibi_add", &alibi_add, py::arg("x"), py::arg("out"), py::arg("slopes"), py::arg("offset"),
+          py::arg("symmetric"));
     m.def("t5_thresholds", &t5_thresholds, py::arg("half"), py::arg("max_exact"), py::arg("max_distance"));
 }
 

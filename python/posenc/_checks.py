@@ -65,9 +65,12 @@ MAX_EXACT_POSITION = 2**53
 
 def offset(value: Any, count: int, name: str = "offset") -> int:
     """A first position: an integer such that ``value + k`` for k < count stays exact in float64."""
-    if value == 0 and type(value) is int:  # the default: nothing to check
-        return 0
-    result = integer(value, name)
+    if type(value) is int:  # the common case without a call
+        if value == 0:  # the default: nothing to check
+            return 0
+        result = value
+    else:
+        result = integer(value, name)
     if abs(result) > MAX_EXACT_POSITION or abs(result + max(count - 1, 0)) > MAX_EXACT_POSITION:
         raise ValueError(f"{name} must keep positions within +-2**53 (exact in float64), got {result} "
                          f"for {count} positions")
@@ -121,6 +124,8 @@ def boolean(value: Any, name: str) -> bool:
 
 def length(value: Any, name: str) -> int:
     """A count of positions (a sequence length): 0 <= n <= 2**53, so every position is exact in float64."""
+    if type(value) is int and 0 <= value <= MAX_EXACT_POSITION:  # the common case without a call
+        return value
     n = integer(value, name, minimum=0)
     if n > MAX_EXACT_POSITION:
         raise ValueError(f"{name} must be <= 2**53, got {n}")
@@ -281,11 +286,26 @@ def out_target(
     """:func:`output` as an :class:`Out` record (None if ``out`` is None)."""
     if out is None:
         return None
-    if inputs and out is inputs[0][0]:
-        flags = out.flags
-        if flags.writeable and (flags.c_contiguous or flags.f_contiguous):
-            return _new_out((out, out))  # in place on the (contiguous) input itself: nothing can go wrong
+    if inputs and out is inputs[0][0] and _whole(out):
+        return _new_out((out, out))  # in place on the (contiguous) input itself: nothing can go wrong
     return _new_out((output(out, shape, dtype, inputs, name), out))
+
+
+def out_like(out: Any, x: np.ndarray, x_name: str = "x", name: str = "out",
+             others: Sequence[Tuple[np.ndarray, str]] = ()) -> Optional[Out]:
+    """``out_target(out, x.shape, x.dtype, [(x, x_name), *others], name)``, its arguments built only when
+    needed (not for None or ``x`` itself: a decode step's in-place call)."""
+    if out is None:
+        return None
+    if out is x and _whole(x):
+        return _new_out((x, x))
+    return _new_out((output(out, x.shape, x.dtype, [(x, x_name), *others], name), out))
+
+
+def _whole(a: np.ndarray) -> bool:
+    """Whether ``a`` is a writeable, contiguous ndarray: as an ``out`` that is its own input, nothing can go wrong."""
+    flags = a.flags
+    return bool(flags.writeable and (flags.c_contiguous or flags.f_contiguous))
 
 
 def output(
@@ -363,6 +383,8 @@ def _self_overlapping(arr: np.ndarray) -> bool:
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    if not np.may_share_memory(a, b):  # disjoint address ranges (the usual case), proved at a fraction of the cost
+        return False
     try:
         # NumPy documents any positive max_work; its stubs list only -1 and 0.
         return bool(np.shares_memory(a, b, max_work=10**6))  # type: ignore[arg-type]

@@ -23,10 +23,10 @@ import numpy as np
 from . import _checks
 from ._api import entry
 from ._checks import Out
-from ._plans.relative import (AlibiAdd, AlibiBias, DebertaBucketBlock, DistanceGrid,
+from ._plans.relative import (AlibiBias, DebertaBucketBlock, DistanceGrid,
                               RelativeEmbeddings, RelativePositions, T5Bias, T5BiasAdd, T5BucketBlock, T5BucketOf,
                               alibi_slopes, deberta_bucketing, deberta_positions, deberta_values, distance_grid, head_slopes,
-                              t5_bucketing, t5_distances)
+                              new_alibi_add, t5_bucketing, t5_distances)
 
 __all__ = ["add_alibi", "add_t5_bias", "alibi_bias", "alibi_slopes", "clipped_relative_positions",
            "deberta_bucket", "deberta_buckets", "relative_embeddings", "relative_shift", "relative_positions", "t5_bias", "t5_bucket", "t5_buckets"]
@@ -157,7 +157,7 @@ def _scores(scores: Any, *, offset: Any, heads: Optional[int], out: Any,
         where = "scores.shape[-3]" if folded is None else "num_heads"
         raise ValueError(f"scores has {count} heads ({where}) but the bias has {heads}")
     grid = distance_grid(s.shape[-2], s.shape[-1], offset=offset)
-    target = _checks.out_target(out, s.shape, s.dtype, [(s, "scores"), *inputs])
+    target = _checks.out_like(out, s, "scores", others=inputs)
     if folded is None:
         return s, grid, target
     if target is None:
@@ -696,4 +696,4 @@ __SCORES_OUT__
     """
     symmetric = _checks.boolean(symmetric, "symmetric")
     s, grid, target = _scores(scores, offset=offset, heads=None, out=out, num_heads=num_heads)
-    return AlibiAdd(s, grid, head_slopes(slopes, heads=s.shape[-3]), symmetric, target)
+    return new_alibi_add((s, grid, head_slopes(slopes, heads=s.shape[-3]), symmetric, target))

@@ -13,8 +13,8 @@ import numpy as np
 
 from . import _checks
 from ._api import entry
-from ._plans.sinusoidal import (FREQ_RULES, SinusoidalAdd, SinusoidalGrid, SinusoidalTable, axis_frequencies,
-                                frequencies, sinusoidal_frequencies)
+from ._plans.sinusoidal import (FREQ_RULES, SinusoidalGrid, SinusoidalTable, axis_frequencies,
+                                frequencies, new_add, sinusoidal_frequencies, x_frequencies)
 
 __all__ = ["add_sinusoidal", "concat_positional", "sinusoidal", "sinusoidal_2d", "sinusoidal_3d",
            "sinusoidal_frequencies"]
@@ -121,7 +121,10 @@ def add_sinusoidal(
     if xa.ndim < 2:
         raise ValueError(f"x must have shape [..., seq, dim], got shape {xa.shape}")
     seq, dim = xa.shape[-2], xa.shape[-1]
-    inv_freq = frequencies(_checks.even_dim(dim, "x.shape[-1]"), _checks.base(base), "vaswani")
+    if type(base) is not float and type(base) is not int:
+        _checks.even_dim(dim, "x.shape[-1]")  # first, as for a plain base
+        base = _checks.base(base)
+    inv_freq = x_frequencies(dim, base)
     start = _checks.offset(offset, seq)
     pos = None
     if positions is not None:
@@ -133,8 +136,7 @@ def add_sinusoidal(
         if pos is None:
             pos = np.arange(n, dtype=np.float64)
     scale = _checks.real(scale, "scale")
-    target = _checks.out_target(out, xa.shape, xa.dtype, [(xa, "x")])
-    return SinusoidalAdd(xa, pos, float(start), inv_freq, interleaved, scale, target)
+    return new_add((xa, pos, float(start), inv_freq, interleaved, scale, _checks.out_like(out, xa)))
 
 
 F = TypeVar("F", bound=Callable[..., Any])

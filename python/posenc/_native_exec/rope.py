@@ -21,21 +21,25 @@ def rotate(plan: RopeRotation) -> Any:
                      lambda d: native.apply_rope_tables(x, d, x.ndim + p.seq_axis, p.grouped, cos, sin, p.scale,
                                                         p.interleaved, p.inverse))
         return _api.returned(plan.out, dest)
+    seq_axis, _, inv_freq, scale, pair_axis, interleaved, inverse, positions, start, grouped, _ = p
+
     def kernel(d: np.ndarray) -> None:
-        native.apply_rope(x, d, x.ndim + p.seq_axis, p.grouped, p.positions, p.start, p.inv_freq, p.pair_axis,
-                          p.scale, p.interleaved, p.inverse)
+        native.apply_rope(x, d, x.ndim + seq_axis, grouped, positions, start, inv_freq, pair_axis, scale,
+                          interleaved, inverse)
 
     out = plan.out
-    if out is not None and out.array.flags.aligned:  # straight into the caller's array (a decode step's path)
-        kernel(out.array)
+    if out is not None and (out.array is x or out.array.flags.aligned):  # straight into the caller's array
+        kernel(out.array)  # (a decode step's path; x itself was just aligned)
         return out.given
     return _api.returned(out, write(out, x.shape, x.dtype, kernel))
 
 
 def _one_pass(q: RopeRotation, k: RopeRotation) -> bool:
     """Whether one kernel call can rotate both: one dtype, one rank, every operand aligned."""
-    return (q.x.dtype == k.x.dtype and q.x.ndim == k.x.ndim
-            and all(a.flags.aligned for a in (q.x, k.x) + tuple(p.out.array for p in (q, k) if p.out is not None)))
+    if q.x.dtype != k.x.dtype or q.x.ndim != k.x.ndim or not (q.x.flags.aligned and k.x.flags.aligned):
+        return False
+    # An out that is its operand (in place) was just checked.
+    return all(p.out is None or p.out.array is p.x or p.out.array.flags.aligned for p in (q, k))
 
 
 @_api.native(RopeRotationQK)
@@ -51,8 +55,9 @@ def rotate_qk(plan: RopeRotationQK) -> Tuple[Any, Any]:
                                     p.scale, p.interleaved, p.inverse)
         return _api.returned(q.out, yq), _api.returned(k.out, yk)
     # Each row's cos/sin computed once, for the heads of both.
-    native.apply_rope_qk(q.x, yq, k.x, yk, q.x.ndim + p.seq_axis, p.grouped, p.positions, p.start, p.inv_freq,
-                         p.pair_axis, p.scale, p.interleaved, p.inverse)
+    seq_axis, _, inv_freq, scale, pair_axis, interleaved, inverse, positions, start, grouped, _ = p
+    native.apply_rope_qk(q.x, yq, k.x, yk, q.x.ndim + seq_axis, grouped, positions, start, inv_freq, pair_axis,
+                         scale, interleaved, inverse)
     return _api.returned(q.out, yq), _api.returned(k.out, yk)
 
 

@@ -22,11 +22,14 @@ def table(plan: SinusoidalTable) -> Any:
 
 @_api.native(SinusoidalAdd)
 def add(plan: SinusoidalAdd) -> Any:
-    x = aligned(plan.x)
-    dest = write(plan.out, x.shape, x.dtype,
-                 lambda d: native.add_sinusoidal(x, d, plan.positions, plan.start, plan.inv_freq, plan.interleaved,
-                                                 plan.scale))
-    return _api.returned(plan.out, dest)
+    x, positions, start, inv_freq, interleaved, scale, out = plan
+    if out is not None and out.array is x and x.flags.aligned:  # in place (a decode step): nothing to arrange
+        native.add_sinusoidal(x, x, positions, start, inv_freq, interleaved, scale)
+        return out.given
+    x = aligned(x)
+    dest = write(out, x.shape, x.dtype,
+                 lambda d: native.add_sinusoidal(x, d, positions, start, inv_freq, interleaved, scale))
+    return _api.returned(out, dest)
 
 
 @_api.native(SinusoidalGrid)

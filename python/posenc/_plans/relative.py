@@ -61,7 +61,10 @@ class DistanceGrid(NamedTuple):
 def distance_grid(q_len: Any, k_len: Any, *, offset: Any) -> DistanceGrid:
     """The grid of validated lengths (<= 2**53) and offset (query positions exact in float64)."""
     q = _checks.length(q_len, "q_len")
-    return DistanceGrid(q, _checks.length(k_len, "k_len"), _checks.offset(offset, q))
+    return _new_grid((q, _checks.length(k_len, "k_len"), _checks.offset(offset, q)))
+
+
+_new_grid = functools.partial(tuple.__new__, DistanceGrid)  # (q_len, k_len, offset), without keyword handling
 
 
 # ---------------------------------------------------------------- T5
@@ -476,6 +479,9 @@ class AlibiAdd(NamedTuple):
     slopes: np.ndarray  # float64 [heads]
     symmetric: bool
     out: Optional[Out]
+
+
+new_alibi_add = functools.partial(tuple.__new__, AlibiAdd)  # every field, in order: a decode step builds one per call
 
 
 class DebertaBucketBlock(NamedTuple):

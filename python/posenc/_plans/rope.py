@@ -592,11 +592,11 @@ def rope_params(operands: Sequence[Tuple[np.ndarray, str]], *, positions: Any, o
     sequence and the rotated features (rotary_dim, by default their common
     head_dim, which must then be even and > 0).
     """
-    if (positions is None and scaling is None and inv_freq is None and cos is None and sin is None
+    if (scaling is None and inv_freq is None and cos is None and sin is None
             and rotary_dim is None and attention_scaling is None and mrope_section is None
             and mrope_interleaved is False and type(offset) is int and type(base) in _PLAIN_BASES
             and type(interleaved) is bool and type(inverse) is bool and type(seq_axis) is int):
-        common = _common_case(operands, offset, base, seq_axis, interleaved, inverse)
+        common = _common_case(operands, positions, offset, base, seq_axis, interleaved, inverse)
         if common is not None:
             return common
     interleaved = _checks.boolean(interleaved, "interleaved")
@@ -668,11 +668,12 @@ def rope_params(operands: Sequence[Tuple[np.ndarray, str]], *, positions: Any, o
 _PLAIN_BASES = (float, int, type(DEFAULT_BASE))
 
 
-def _common_case(operands: Sequence[Tuple[np.ndarray, str]], offset: int, base: Any, seq_axis: int,
-                 interleaved: bool, inverse: bool) -> Optional[RopeParams]:
+def _common_case(operands: Sequence[Tuple[np.ndarray, str]], positions: Any, offset: int, base: Any,
+                 seq_axis: int, interleaved: bool, inverse: bool) -> Optional[RopeParams]:
     """:func:`rope_params` of a decode step's arguments (default frequencies, every feature rotated,
-    consecutive positions from an int offset, all of plain types), or None when anything needs the full
-    checks (which then raise the errors). The same result as the full path, in a fraction of its time."""
+    consecutive positions from an int offset or an integer array of positions shared by the batch, all
+    of plain types), or None when anything needs the full checks (which then raise the errors). The same
+    result as the full path, in a fraction of its time."""
     if seq_axis != -3 and seq_axis != -2:
         return None
     first = operands[0][0].shape
@@ -684,10 +685,24 @@ def _common_case(operands: Sequence[Tuple[np.ndarray, str]], offset: int, base: 
     for x, _ in operands[1:]:
         if x.ndim < -seq_axis or x.shape[-1] != dim or x.shape[seq_axis] != seq:
             return None
-    if offset and (abs(offset) > _checks.MAX_EXACT_POSITION or abs(offset + max(seq - 1, 0)) > _checks.MAX_EXACT_POSITION):
-        return None
+    if positions is None:
+        if offset and (abs(offset) > _checks.MAX_EXACT_POSITION or
+                       abs(offset + max(seq - 1, 0)) > _checks.MAX_EXACT_POSITION):
+            return None
+        values = None
+    else:
+        # What _rows makes of an integer ndarray [seq] or [1, seq] (integers are finite; one group, so no
+        # batch to check): float64 [1, 1, seq], C order. Anything else takes the full checks.
+        if offset or type(positions) is not np.ndarray or positions.dtype.kind not in "iu" or \
+                positions.shape not in ((seq,), (1, seq)):
+            return None
+        values = positions.astype(np.float64, order="C").reshape(1, 1, seq)
     freqs = default_frequencies(dim, 10000.0 if base is DEFAULT_BASE else base)
-    return RopeParams(seq_axis, dim, freqs, 1.0, None, interleaved, inverse, None, float(offset), False)
+    return _new_params((seq_axis, dim, freqs, 1.0, None, interleaved, inverse, values, float(offset), False, None))
+
+
+# RopeParams without NamedTuple's keyword handling (every field, in order): the fast lane builds one per call.
+_new_params = functools.partial(tuple.__new__, RopeParams)
 
 
 def _same_section(a: Any, b: Any) -> bool:
@@ -856,7 +871,11 @@ def _offset_rows(offset: Any, operands: Sequence[Tuple[np.ndarray, str]], seq_ax
 
 def rotation(x: np.ndarray, out: Any, params: RopeParams, name: str = "x", out_name: str = "out") -> RopeRotation:
     """One operand's plan: ``x`` (checked by :func:`rope_params`) and its ``out``."""
-    return RopeRotation(x, params, _checks.out_target(out, x.shape, x.dtype, [(x, name)], name=out_name))
+    return _new_rotation((x, params, _checks.out_like(out, x, name, out_name)))
+
+
+_new_rotation = functools.partial(tuple.__new__, RopeRotation)  # (x, params, out), as _new_params
+_new_rotation_qk = functools.partial(tuple.__new__, RopeRotationQK)  # (q, k)
 
 
 def rotation_qk(q: np.ndarray, k: np.ndarray, params: RopeParams, *, out_q: Any, out_k: Any,
@@ -866,11 +885,16 @@ def rotation_qk(q: np.ndarray, k: np.ndarray, params: RopeParams, *, out_q: Any,
     pq = rotation(q, out_q, params, "q", "out_q")
     pk = rotation(k, out_k, params if params_k is None else params_k, "k", "out_k")
     # Each out may be its own input, not the other operand nor the other out (one pass writes both).
-    oq, ok = (None if p.out is None else p.out.array for p in (pq, pk))
-    for a, a_name, b, b_name in ((oq, "out_q", k, "k"), (ok, "out_k", q, "q"), (oq, "out_q", ok, "out_k")):
+    oq = None if pq.out is None else pq.out.array
+    ok = None if pk.out is None else pk.out.array
+    checks: Tuple[Tuple[Optional[np.ndarray], str, Optional[np.ndarray], str], ...] = (
+        (oq, "out_q", k, "k"), (ok, "out_k", q, "q"), (oq, "out_q", ok, "out_k"))
+    if oq is q and ok is k:  # in place: all three ask whether q and k overlap (overlap is symmetric)
+        checks = checks[:1]
+    for a, a_name, b, b_name in checks:
         if a is not None and b is not None:
             _checks.disjoint(a, a_name, b, b_name)
-    return RopeRotationQK(pq, pk)
+    return _new_rotation_qk((pq, pk))
 
 
 def cos_sin(positions: Optional[np.ndarray], n: int, *, inv_freq: np.ndarray, scale: float, dtype: np.dtype

@@ -97,6 +97,18 @@ def frequencies(dim: int, base: float, freq_rule: str) -> np.ndarray:
     return w
 
 
+@functools.lru_cache(maxsize=64)
+def x_frequencies(dim: int, base: float) -> np.ndarray:
+    """``add_sinusoidal``'s frequencies of ``x.shape[-1] = dim`` and a ``base`` of type float or int, both
+    checked here (the errors name them), cached: a decode step neither recomputes nor rechecks them (a base
+    of another type is checked first: ``Fraction(10000) == 10000`` must not find the int's entry)."""
+    return frequencies(_checks.even_dim(dim, "x.shape[-1]"), _checks.base(base), "vaswani")
+
+
+# SinusoidalAdd without NamedTuple's keyword handling (every field, in order): a decode step builds one per call.
+new_add = functools.partial(tuple.__new__, SinusoidalAdd)
+
+
 def axis_frequencies(dim: int, axes: int, base: float) -> Tuple[np.ndarray, int]:
     """Frequencies and channel count per axis of the 2-D/3-D layouts (validated ``dim`` and ``base``).
 
