@@ -27,14 +27,15 @@ constexpr std::int64_t kBlockBytes = std::int64_t(1) << 18;
 
 template <class Body>
 inline void for_each_row(const ToeplitzArgs& a, std::int64_t batches, std::int64_t item_size, Body&& body) {
-    // body(b, h, i) for row i of batch b, whose head is h = b mod lut_rows. The
-    // indices advance by increments: rows of Swin-sized windows are a few
-    // hundred bytes, and three integer divisions per row cost as much as the add.
+    // body(b, h, i, left) for row i of batch b, whose head is h = b mod lut_rows,
+    // with `left` rows of the same block after it. The indices advance by
+    // increments: rows of Swin-sized windows are a few hundred bytes, and
+    // three integer divisions per row cost as much as the add.
     parallel_blocks(batches * a.rows, a.cols * a.step * item_size, kBlockBytes, a.cols * a.step,
                     [&](std::int64_t first, std::int64_t end) {
         std::int64_t b = first / a.rows, i = first % a.rows, h = b % a.lut_rows;
         for (std::int64_t item = first; item < end; ++item) {
-            body(b, h, i);
+            body(b, h, i, end - 1 - item);
             if (++i == a.rows) {
                 i = 0;
                 ++b;
@@ -44,12 +45,39 @@ inline void for_each_row(const ToeplitzArgs& a, std::int64_t batches, std::int64
     });
 }
 
+// Whether the operand's rows follow each other in memory, batch after batch
+// (a C-contiguous operand): row k of the walk then starts k·cols after row 0.
+inline bool rows_follow(const RowLayout& l, std::int64_t rows, std::int64_t cols) {
+    if (l.col_stride != 1 || l.row_stride != cols) return false;
+    for (std::int64_t b = 1; b < l.batches; ++b)
+        if (l.batch_offsets[b] - l.batch_offsets[b - 1] != rows * cols) return false;
+    return true;
+}
+
+// Prefetches the n elements kAheadBytes past the n at x, clipped to the
+// `left` rows of n elements that follow them. Measured on one thread against
+// a read-modify-write pass of the same buffer: float32 Swin windows
+// [256, 4, 144, 144] (85 MB) 1.4x with the hardware prefetchers alone, 1.05x
+// with this; float64 1.3x -> 1.05x; [64, 4, 144, 144] and [1, 16, 1024, 1024]
+// unchanged within the noise (1.1-1.3x). 2 KiB ahead measured the same.
+constexpr std::int64_t kAheadBytes = 4096;
+constexpr std::int64_t kLineBytes = 64;
+
+template <class T>
+inline void prefetch_ahead(const T* x, std::int64_t n, std::int64_t left) {
+    const std::int64_t size = static_cast<std::int64_t>(sizeof(T));
+    const std::int64_t last = (left + 1) * n * size;  // bytes from x to the end of the block's rows
+    const char* c = reinterpret_cast<const char*>(x);
+    const std::int64_t hi = kAheadBytes + n * size < last ? kAheadBytes + n * size : last;
+    for (std::int64_t b = kAheadBytes; b < hi; b += kLineBytes) __builtin_prefetch(c + b, 1, 3);
+}
+
 // U is an unsigned integer of the element width: the copy never looks at values.
 template <class U>
 void copy(const ToeplitzArgs& a, void* out_v, const RowLayout& ol) {
     U* out = static_cast<U*>(out_v);
     const std::int64_t n = a.cols * a.step, cs = ol.col_stride;
-    for_each_row(a, ol.batches, sizeof(U), [&](std::int64_t b, std::int64_t h, std::int64_t i) {
+    for_each_row(a, ol.batches, sizeof(U), [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t) {
         const U* src = reinterpret_cast<const U*>(lut_row(a, sizeof(U), h, i));
         U* dst = out + ol.batch_offsets[b] + i * ol.row_stride;
         if (cs == 1) {
@@ -65,9 +93,11 @@ void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_
     const T* x = static_cast<const T*>(x_v);
     T* out = static_cast<T*>(out_v);
     const bool contiguous = xl.col_stride == 1 && ol.col_stride == 1;
-    for_each_row(a, ol.batches, sizeof(T), [&](std::int64_t b, std::int64_t h, std::int64_t i) {
+    const bool follow = rows_follow(xl, a.rows, a.cols);
+    for_each_row(a, ol.batches, sizeof(T), [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t left) {
         const T* bias = reinterpret_cast<const T*>(lut_row(a, sizeof(T), h, i));
         const T* xi = x + xl.batch_offsets[b] + i * xl.row_stride;
+        if (follow) prefetch_ahead(xi, a.cols, left);
         T* oi = out + ol.batch_offsets[b] + i * ol.row_stride;
         // x and out are either the same memory or disjoint (the Python layer refuses partial overlap).
         // The contiguous case is its own instantiation, compiled without strides.
