@@ -65,14 +65,29 @@ constexpr bool kFloatRowKernel = false;
 inline void add_row_f32(const double*, std::int64_t, double, const float*, float*, const float*) {}
 #endif
 
-// Columns [0, n) of a row: out[j] = v[j] (kAdd false) or scale·x[j] + v[j] in
-// double (kAdd true), rounded once; a sum prefetches `next`, the row of x it
-// adds after this one (null: none). In place, out is x: each lane reads its x
-// before writing it.
+// out[j] = scale·x[j] + v[j], j < n, in double, rounded once. In place, out
+// is x: each lane reads its x before writing it.
+template <bool kContiguous, class T>
+inline void add_run(const double* __restrict v, std::int64_t n, double scale, const T* x, std::int64_t xcs, T* out,
+                    std::int64_t ocs) {
+    using R = Result<T>;
+    for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
+        Wide<T> xb[kBlock];
+        R rb[kBlock];
+        const Wide<T>* xw = read_chunk(x + j0 * xcs, xcs, m, xb);
+        R* res = result_chunk(out + j0 * ocs, ocs, rb);
+#pragma omp simd
+        for (std::int64_t j = 0; j < m; ++j) res[j] = static_cast<R>(scale * static_cast<double>(xw[j]) + v[j0 + j]);
+        write_chunk(res, out + j0 * ocs, ocs, m);
+    });
+}
+
+// Columns [0, n) of a row: out[j] = v[j] (kAdd false) or scale·x[j] + v[j]
+// (kAdd true, add_run); a contiguous sum prefetches `next`, the row of x it
+// adds after this one (null: none).
 template <bool kAdd, bool kContiguous, class T>
 inline void encode_run(const double* __restrict v, std::int64_t n, double scale, const T* x, std::int64_t xcs,
                        T* out, std::int64_t ocs, const T* next = nullptr) {
-    using R = Result<T>;
     if (!kAdd) {  // the values themselves, rounded once
         write_chunk(v, out, ocs, n);
         return;
@@ -81,23 +96,11 @@ inline void encode_run(const double* __restrict v, std::int64_t n, double scale,
         add_row_f32(v, n, scale, x, out, next);
         return;
     }
-    const auto add_piece = [&](std::int64_t p0, std::int64_t pn) {
-        for_row<kDirect<T, kContiguous>>(pn, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
-            j0 += p0;
-            Wide<T> xb[kBlock];
-            R rb[kBlock];
-            const Wide<T>* xw = read_chunk(x + j0 * xcs, xcs, m, xb);
-            R* res = result_chunk(out + j0 * ocs, ocs, rb);
-#pragma omp simd
-            for (std::int64_t j = 0; j < m; ++j)
-                res[j] = static_cast<R>(scale * static_cast<double>(xw[j]) + v[j0 + j]);
-            write_chunk(res, out + j0 * ocs, ocs, m);
-        });
-    };
     // float16/bfloat16 sums are bound by their conversions, not by memory:
-    // cut into pieces they were measured 10-15% slower.
+    // cut into pieces they were measured 10-15% slower, and a whole row in
+    // one run keeps them at their former speed.
     if (!kContiguous || next == nullptr || kNarrowFormat<T>) {
-        add_piece(0, n);
+        add_run<kContiguous>(v, n, scale, x, xcs, out, ocs);
         return;
     }
     // In pieces of a few lines, each prefetching its counterpart in the next
@@ -108,7 +111,7 @@ inline void encode_run(const double* __restrict v, std::int64_t n, double scale,
         const char* ahead = reinterpret_cast<const char*>(next + p0);
         for (std::int64_t b = 0; b < pn * static_cast<std::int64_t>(sizeof(T)); b += kLineBytes)
             __builtin_prefetch(ahead + b, 1, 3);
-        add_piece(p0, pn);
+        add_run<true>(v + p0, pn, scale, x + p0, 1, out + p0, 1);
     }
 }
 
