@@ -33,7 +33,8 @@ start=$SECONDS
 python3 -m venv --system-site-packages "$venv"
 "$venv/bin/python" -m pip install -q scikit-build-core pybind11 numpy pytest pytest-xdist hypothesis threadpoolctl ml_dtypes
 "$venv/bin/python" -m pip install -q --no-build-isolation --no-deps --force-reinstall \
-  -Ccmake.define.POSENC_SANITIZE=ON -Ccmake.build-type=RelWithDebInfo -Cbuild-dir=build/sanitize .
+  --config-settings=cmake.define.POSENC_SANITIZE=ON --config-settings=cmake.build-type=RelWithDebInfo \
+  --config-settings=build-dir=build/sanitize .
 echo "sanitizer build: $((SECONDS - start)) s"
 
 asan=$(g++ -print-file-name=libasan.so)
