@@ -42,9 +42,9 @@ constexpr std::int64_t kLineBytes = 64;
 constexpr std::int64_t kDoubleLanes = 8;
 constexpr bool kFloatRowKernel = true;
 
-inline void add_lanes(const double* v, __m512d scale, const float* x, float* out) {
-    const __m512d xd = _mm512_cvtps_pd(_mm256_loadu_ps(x));
-    _mm256_storeu_ps(out, _mm512_cvtpd_ps(_mm512_fmadd_pd(scale, xd, _mm512_loadu_pd(v))));
+inline void add_lanes(const double* v, DoubleReg scale, const float* x, float* out) {
+    const DoubleReg sum = fused_add(scale, to_doubles(_mm256_loadu_ps(x)).r[0], load_reg(v));  // lanes.hpp
+    _mm256_storeu_ps(out, _mm512_cvtpd_ps(sum));
 }
 
 // out[j] = float(scale·x[j] + v[j]), j < n, prefetching next[0, n) (if not
@@ -52,7 +52,7 @@ inline void add_lanes(const double* v, __m512d scale, const float* x, float* out
 inline void add_row_f32(const double* __restrict v, std::int64_t n, double scale, const float* x, float* out,
                         const float* next) {
     constexpr std::int64_t kLine = kLineBytes / sizeof(float);
-    const __m512d s = _mm512_set1_pd(scale);
+    const DoubleReg s = _mm512_set1_pd(scale);
     std::int64_t j = 0;
     for (; j + kLine <= n; j += kLine) {
         if (next) __builtin_prefetch(next + j, 1, 3);
