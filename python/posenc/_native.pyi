@@ -53,21 +53,8 @@ def apply_rope(
     scale: float,
     interleaved: bool,
     inverse: bool,
-) -> None: ...
-def apply_rope_qk(
-    q: _Array,
-    out_q: _Array,
-    k: _Array,
-    out_k: _Array,
-    seq_axis: int,
-    grouped: bool,
-    positions: Optional[_Array],
-    start: float,
-    inv_freq: _Array,
-    pair_axis: Optional[_Array],
-    scale: float,
-    interleaved: bool,
-    inverse: bool,
+    k: Optional[_Array] = None,
+    out_k: Optional[_Array] = None,
 ) -> None: ...
 def rope_cos_sin(
     cos: _Array,
@@ -97,19 +84,8 @@ def apply_rope_tables(
     scale: float,
     interleaved: bool,
     inverse: bool,
-) -> None: ...
-def apply_rope_tables_qk(
-    q: _Array,
-    out_q: _Array,
-    k: _Array,
-    out_k: _Array,
-    seq_axis: int,
-    grouped: bool,
-    cos: _Array,
-    sin: _Array,
-    scale: float,
-    interleaved: bool,
-    inverse: bool,
+    k: Optional[_Array] = None,
+    out_k: Optional[_Array] = None,
 ) -> None: ...
 def rope_nd_cos_sin(cos: _Array, sin: _Array, coords: _Array, freqs: _Array) -> None: ...
 
