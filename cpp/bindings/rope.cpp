@@ -171,49 +171,49 @@ void apply_tables(py::array x, py::array out, py::ssize_t seq_axis, bool grouped
     rotate(args, a, second_of(a, dt, k, out_k, seq_axis, grouped, args.half), dt);
 }
 
-// cos/sin [rows, half] of coords [rows, axes] and freqs [axes, half], contiguous, of one dtype.
-void nd_cos_sin(py::array cos_out, py::array sin_out, py::array coords, py::array freqs) {
-    const DType dt = float_dtype(cos_out, "cos");
-    if (float_dtype(sin_out, "sin") != dt) throw py::type_error("cos and sin must have one dtype");
-    require_writeable(cos_out, "cos");
-    require_writeable(sin_out, "sin");
-    require_same_shape(cos_out, "cos", sin_out, "sin");
+// out_cos/out_sin [rows, half] of coords [rows, axes] and freqs [axes, half], contiguous, of one dtype.
+void nd_cos_sin(py::array out_cos, py::array out_sin, py::array coords, py::array freqs) {
+    const DType dt = float_dtype(out_cos, "out_cos");
+    if (float_dtype(out_sin, "out_sin") != dt) throw py::type_error("out_cos and out_sin must have one dtype");
+    require_writeable(out_cos, "out_cos");
+    require_writeable(out_sin, "out_sin");
+    require_same_shape(out_cos, "out_cos", out_sin, "out_sin");
     const std::int64_t axes = freqs.ndim() == 2 ? freqs.shape(0) : -1, half = freqs.ndim() == 2 ? freqs.shape(1) : -1;
     if (axes < 1 || half < 1) throw std::invalid_argument("freqs must be a [axes, pairs] array");
-    if (cos_out.ndim() != 2 || cos_out.shape(1) != half || !(cos_out.flags() & py::array::c_style) ||
-        !(sin_out.flags() & py::array::c_style))
-        throw std::invalid_argument("cos and sin must be C-contiguous [rows, pairs] arrays");
-    const std::int64_t rows = cos_out.shape(0);
+    if (out_cos.ndim() != 2 || out_cos.shape(1) != half || !(out_cos.flags() & py::array::c_style) ||
+        !(out_sin.flags() & py::array::c_style))
+        throw std::invalid_argument("out_cos and out_sin must be C-contiguous [rows, pairs] arrays");
+    const std::int64_t rows = out_cos.shape(0);
     RopeArgs args{1, rows, nullptr, 0.0, nullptr, half, nullptr, 1.0, false, false};
     args.freqs = float64_block(freqs, {axes, half}, "freqs");
     args.coords = float64_block(coords, {rows, axes}, "coords");
     args.axes = axes;
     if (rows == 0) return;
     const auto kernel = rope_kernels().cos_sin[static_cast<int>(dt)];
-    const ReleaseGil release(2 * cos_out.size());
-    kernel(args, cos_out.mutable_data(), sin_out.mutable_data());
+    const ReleaseGil release(2 * out_cos.size());
+    kernel(args, out_cos.mutable_data(), out_sin.mutable_data());
 }
 
-// cos/sin tables [rows, half], contiguous, of one dtype.
-void cos_sin(py::array cos_out, py::array sin_out, std::optional<py::array> positions, double start,
+// out_cos/out_sin: the cos/sin tables [rows, half], contiguous, of one dtype.
+void cos_sin(py::array out_cos, py::array out_sin, std::optional<py::array> positions, double start,
              py::array inv_freq, double scale) {
-    const DType dt = float_dtype(cos_out, "cos");
-    if (float_dtype(sin_out, "sin") != dt) throw py::type_error("cos and sin must have one dtype");
-    require_writeable(cos_out, "cos");
-    require_writeable(sin_out, "sin");
-    require_same_shape(cos_out, "cos", sin_out, "sin");
+    const DType dt = float_dtype(out_cos, "out_cos");
+    if (float_dtype(out_sin, "out_sin") != dt) throw py::type_error("out_cos and out_sin must have one dtype");
+    require_writeable(out_cos, "out_cos");
+    require_writeable(out_sin, "out_sin");
+    require_same_shape(out_cos, "out_cos", out_sin, "out_sin");
     const std::int64_t half = inv_freq.ndim() == 1 ? inv_freq.shape(0) : -1;
     const double* w = float64_vector(inv_freq, half, "inv_freq");
-    if (cos_out.ndim() != 2 || cos_out.shape(1) != half || !(cos_out.flags() & py::array::c_style) ||
-        !(sin_out.flags() & py::array::c_style))
-        throw std::invalid_argument("cos and sin must be C-contiguous [rows, len(inv_freq)] arrays");
-    const std::int64_t rows = cos_out.shape(0);
+    if (out_cos.ndim() != 2 || out_cos.shape(1) != half || !(out_cos.flags() & py::array::c_style) ||
+        !(out_sin.flags() & py::array::c_style))
+        throw std::invalid_argument("out_cos and out_sin must be C-contiguous [rows, len(inv_freq)] arrays");
+    const std::int64_t rows = out_cos.shape(0);
     const Positions p = positions_of(positions, start, rows);
     const RopeArgs args{1, rows, p.values, p.start, w, half, nullptr, scale, false, false};
     if (rows == 0 || half == 0) return;
     const auto kernel = rope_kernels().cos_sin[static_cast<int>(dt)];
-    const ReleaseGil release(2 * cos_out.size());
-    kernel(args, cos_out.mutable_data(), sin_out.mutable_data());
+    const ReleaseGil release(2 * out_cos.size());
+    kernel(args, out_cos.mutable_data(), out_sin.mutable_data());
 }
 
 }  // namespace
@@ -228,8 +228,9 @@ void register_rope(py::module_& m) {
     m.def("apply_rope_tables", &apply_tables, py::arg("x"), py::arg("out"), py::arg("seq_axis"), py::arg("grouped"),
           py::arg("cos"), py::arg("sin"), py::arg("scale"), py::arg("interleaved"), py::arg("inverse"),
           py::arg("k") = py::none(), py::arg("out_k") = py::none());
-    m.def("rope_nd_cos_sin", &nd_cos_sin, py::arg("cos"), py::arg("sin"), py::arg("coords"), py::arg("freqs"));
-    m.def("rope_cos_sin", &cos_sin, py::arg("cos"), py::arg("sin"), py::arg("positions"), py::arg("start"),
+    m.def("rope_nd_cos_sin", &nd_cos_sin, py::arg("out_cos"), py::arg("out_sin"), py::arg("coords"),
+          py::arg("freqs"));
+    m.def("rope_cos_sin", &cos_sin, py::arg("out_cos"), py::arg("out_sin"), py::arg("positions"), py::arg("start"),
           py::arg("inv_freq"), py::arg("scale"));
 }
 
