@@ -33,12 +33,16 @@ def rotate(plan: RopeRotation) -> Any:
     return _api.returned(out, write(out, x.shape, x.dtype, lambda d: _kernel(p, x, d)))
 
 
+def _direct(r: RopeRotation) -> bool:
+    """Whether r's out (if any) can be written straight: its operand (in place, checked by the caller) or aligned."""
+    return r.out is None or r.out.array is r.x or r.out.array.flags.aligned
+
+
 def _one_pass(q: RopeRotation, k: RopeRotation) -> bool:
     """Whether one kernel call can rotate both: one dtype, one rank, every operand aligned."""
     if q.x.dtype != k.x.dtype or q.x.ndim != k.x.ndim or not (q.x.flags.aligned and k.x.flags.aligned):
         return False
-    # An out that is its operand (in place) was just checked.
-    return all(p.out is None or p.out.array is p.x or p.out.array.flags.aligned for p in (q, k))
+    return _direct(q) and _direct(k)  # (two calls, not a generator: a decode step's path)
 
 
 @_api.native(RopeRotationQK)
