@@ -351,6 +351,14 @@ def test_table_source_is_apply_rope(native_isa, interleaved, dtype):
         native.apply_rope_tables(q, got, 1, True, np.cos(theta[:1]), np.sin(theta[:1]), 1.0, False, False)
     with pytest.raises(ValueError, match="cos"):
         native.apply_rope_tables(q, got, 1, True, np.cos(theta).astype(np.float32), np.sin(theta), 1.0, False, False)
+    # The optional second operand: k with out_k, k's batch and rows, and room for the rotated pairs.
+    tables = (1, True, np.cos(theta), np.sin(theta), 1.0, False, False)
+    with pytest.raises(ValueError, match="k and out_k"):
+        native.apply_rope_tables(q, got, *tables, k=k)
+    with pytest.raises(ValueError, match="same batch and seq"):
+        native.apply_rope_tables(q, got, *tables, k[:, :32], k[:, :32].copy())
+    with pytest.raises(ValueError, match="fit k's head_dim 8"):
+        native.apply_rope_tables(q, got, *tables, k[..., :8], k[..., :8].copy())
 
 
 # ================================================================ hostile-input specs
