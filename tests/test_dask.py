@@ -220,6 +220,32 @@ def test_calls_are_lazy():
         assert isinstance(r, da.Array)
 
 
+def test_block_tasks_do_not_carry_the_whole_input():
+    """dask.distributed serialises each task on its own: a block's task holds what its block needs, never the
+    whole 1 MiB input, which a closure over all of the call's arguments would drag along."""
+    cloudpickle = pytest.importorskip("cloudpickle", reason="comes with Dask")
+    x = da.from_array(np.zeros((4, 256, 256), np.float32), chunks=(1, 128, 256))  # 1 MiB, 8 blocks
+    s = da.from_array(np.zeros((2, 4, 128, 256), np.float32), chunks=(1, 4, 64, 256))
+    pos = da.from_array(np.arange(4 * 256).reshape(4, 256), chunks=(1, 128))
+    table = np.zeros((300, 256), np.float32)  # 300 kB: the embedding table rides beside every task
+    rows = np.arange(16 * 1024)  # 128 kB: so do the table's positions (each block slices its own)
+    small = 64 << 10
+    results = [
+        (pdask.add_sinusoidal(x, offset=3), small),
+        (pdask.add_sinusoidal(x, positions=np.arange(256)), small),
+        (pdask.apply_rope(x.reshape(4, 256, 4, 64), offset=3), small),
+        (pdask.apply_rope(x.reshape(4, 256, 4, 64), pos), small),
+        (pdask.embedding_add(x, table, pos), table.nbytes + small),
+        (pdask.embedding_add(x, table, np.arange(256)), table.nbytes + small),
+        (pdask.add_alibi(s, offset=2), small),
+        (pdask.add_t5_bias(s, np.zeros((32, 4), np.float32), offset=2), small),
+        (pdask.sinusoidal(da.from_array(rows, chunks=1024), 8, chunks=2048), rows.nbytes + small),
+    ]
+    for r, allowed in results:
+        tasks = dict(r.__dask_graph__().layers[r.name])
+        assert max(len(cloudpickle.dumps(t)) for t in tasks.values()) < allowed, r.name
+
+
 def test_numpy_inputs_and_chunked_last_axis():
     x = data((3, 50, 12), np.float32)
     y = pdask.add_sinusoidal(x)  # a NumPy array is wrapped

@@ -533,11 +533,11 @@ __LAZY_RESULT__ x's shape and dtype
     pos = _checks.as_array(positions, "positions")
     # Shape against the whole x, integer kind and range: the in-memory call on x with no features.
     _posenc.embedding_add(np.broadcast_to(_zeros((), xd.dtype), lead + (0,)), tab[:, :0], pos)
-    k = pos.ndim
+    axes = slice(xd.ndim - 1 - pos.ndim, xd.ndim - 1)  # x's axes that positions spans (not xd: the whole input)
 
     def block(xb: np.ndarray, block_info: Optional[Dict[Any, Any]] = None) -> np.ndarray:
-        loc = _location(block_info)[xd.ndim - 1 - k:xd.ndim - 1]
-        pb = pos[tuple(slice(a, b) for a, b in loc)]
+        loc = _location(block_info)[axes]
+        pb = pos[tuple(slice(lo, hi) for lo, hi in loc)]
         return _one_thread(lambda: _posenc.embedding_add(xb, tab, pb))  # type: ignore[no-any-return]
 
     return da.map_blocks(block, xd, dtype=xd.dtype, meta=np.empty((0,) * xd.ndim, xd.dtype))
