@@ -485,6 +485,28 @@ def test_distributed_worker_processes(cluster_client):
     assert set(threads.values()) == {1}
 
 
+@pytest.mark.parametrize("name", pdask.__all__)
+def test_signatures_are_the_in_memory_ones(name):
+    """Each lazy function takes the in-memory function's parameters, with its defaults, less the few it does not
+    support and plus sinusoidal's chunks; its docstring names every one; a call that does not fit raises Python's
+    own TypeError; Sphinx reads the defaults' spelling from its source."""
+    import inspect
+
+    lazy, memory = getattr(pdask, name), getattr(posenc, name)
+    unsupported = {"apply_rope": {"cos", "sin"}, "add_alibi": {"num_heads"}, "add_t5_bias": {"num_heads"}}
+    expected = [p for p in inspect.signature(memory).parameters.values() if p.name not in unsupported.get(name, ())]
+    if name == "sinusoidal":
+        expected.insert(-1, inspect.Parameter("chunks", inspect.Parameter.KEYWORD_ONLY, default="auto",
+                                              annotation="Any"))
+    assert list(inspect.signature(lazy).parameters.values()) == expected
+    parameters = lazy.__doc__.split("Parameters\n    ----------\n")[1].split("Returns\n")[0]
+    for p in expected:
+        assert p.name in parameters
+    with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument 'nope'$"):
+        lazy(None, nope=1)
+    assert inspect.getsource(lazy).startswith(f"def {name}(")
+
+
 def test_without_dask_import_fails_with_the_extra_named():
     from helpers import run_python
 
