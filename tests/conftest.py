@@ -122,7 +122,37 @@ if _MUTANT:
     _mutant_calls = mutation.apply(_MUTANT)
 
 
+# CI runs the suite twice in one venv: as the README says (no optional package), then with every
+# optional package and peer added. The second run needs only what the first did not pass:
+# POSENC_PASSED_LOG=<file> makes a run write the ids of the tests that passed, and
+# POSENC_RERUN_FROM=<file> makes a run leave those out, so that what skipped (or was not even
+# collected, as bfloat16 cases are without ml_dtypes) for want of an optional package runs.
+_PASSED_LOG = os.environ.get("POSENC_PASSED_LOG")
+_RERUN_FROM = os.environ.get("POSENC_RERUN_FROM")
+_passed = set()
+
+
+def pytest_runtest_logreport(report):
+    if _PASSED_LOG and report.when == "call" and report.passed:
+        _passed.add(report.nodeid)
+
+
+def pytest_collection_modifyitems(config, items):
+    if not _RERUN_FROM:
+        return
+    with open(_RERUN_FROM) as f:
+        done = set(f.read().splitlines())
+    if not done:
+        raise pytest.UsageError(f"POSENC_RERUN_FROM={_RERUN_FROM} lists no passed test")
+    config.hook.pytest_deselected(items=[item for item in items if item.nodeid in done])
+    items[:] = [item for item in items if item.nodeid not in done]
+
+
 def pytest_sessionfinish(session, exitstatus):
     if _mutant_calls is not None and _mutant_calls() == 0:
         print(f"\nmutant never called: {_MUTANT}")
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+    # Under pytest-xdist the controller sees every worker's reports: it alone writes the log.
+    if _PASSED_LOG and not hasattr(session.config, "workerinput"):
+        with open(_PASSED_LOG, "w") as f:
+            f.write("".join(f"{nodeid}\n" for nodeid in sorted(_passed)))

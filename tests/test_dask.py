@@ -220,6 +220,32 @@ def test_calls_are_lazy():
         assert isinstance(r, da.Array)
 
 
+def test_block_tasks_do_not_carry_the_whole_input():
+    """dask.distributed serialises each task on its own: a block's task holds what its block needs, never the
+    whole 1 MiB input, which a closure over all of the call's arguments would drag along."""
+    cloudpickle = pytest.importorskip("cloudpickle", reason="comes with Dask")
+    x = da.from_array(np.zeros((4, 256, 256), np.float32), chunks=(1, 128, 256))  # 1 MiB, 8 blocks
+    s = da.from_array(np.zeros((2, 4, 128, 256), np.float32), chunks=(1, 4, 64, 256))
+    pos = da.from_array(np.arange(4 * 256).reshape(4, 256), chunks=(1, 128))
+    table = np.zeros((300, 256), np.float32)  # 300 kB: the embedding table rides beside every task
+    rows = np.arange(16 * 1024)  # 128 kB: so do the table's positions (each block slices its own)
+    small = 64 << 10
+    results = [
+        (pdask.add_sinusoidal(x, offset=3), small),
+        (pdask.add_sinusoidal(x, positions=np.arange(256)), small),
+        (pdask.apply_rope(x.reshape(4, 256, 4, 64), offset=3), small),
+        (pdask.apply_rope(x.reshape(4, 256, 4, 64), pos), small),
+        (pdask.embedding_add(x, table, pos), table.nbytes + small),
+        (pdask.embedding_add(x, table, np.arange(256)), table.nbytes + small),
+        (pdask.add_alibi(s, offset=2), small),
+        (pdask.add_t5_bias(s, np.zeros((32, 4), np.float32), offset=2), small),
+        (pdask.sinusoidal(da.from_array(rows, chunks=1024), 8, chunks=2048), rows.nbytes + small),
+    ]
+    for r, allowed in results:
+        tasks = dict(r.__dask_graph__().layers[r.name])
+        assert max(len(cloudpickle.dumps(t)) for t in tasks.values()) < allowed, r.name
+
+
 def test_numpy_inputs_and_chunked_last_axis():
     x = data((3, 50, 12), np.float32)
     y = pdask.add_sinusoidal(x)  # a NumPy array is wrapped
@@ -457,6 +483,28 @@ def test_distributed_worker_processes(cluster_client):
     assert len(set(pids.values())) == 2 and __import__("os").getpid() not in pids.values()
     threads = cluster_client.run(lambda: __import__("posenc").get_num_threads())
     assert set(threads.values()) == {1}
+
+
+@pytest.mark.parametrize("name", pdask.__all__)
+def test_signatures_are_the_in_memory_ones(name):
+    """Each lazy function takes the in-memory function's parameters, with its defaults, less the few it does not
+    support and plus sinusoidal's chunks; its docstring names every one; a call that does not fit raises Python's
+    own TypeError; Sphinx reads the defaults' spelling from its source."""
+    import inspect
+
+    lazy, memory = getattr(pdask, name), getattr(posenc, name)
+    unsupported = {"apply_rope": {"cos", "sin"}, "add_alibi": {"num_heads"}, "add_t5_bias": {"num_heads"}}
+    expected = [p for p in inspect.signature(memory).parameters.values() if p.name not in unsupported.get(name, ())]
+    if name == "sinusoidal":
+        expected.insert(-1, inspect.Parameter("chunks", inspect.Parameter.KEYWORD_ONLY, default="auto",
+                                              annotation="Any"))
+    assert list(inspect.signature(lazy).parameters.values()) == expected
+    parameters = lazy.__doc__.split("Parameters\n    ----------\n")[1].split("Returns\n")[0]
+    for p in expected:
+        assert p.name in parameters
+    with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument 'nope'$"):
+        lazy(None, nope=1)
+    assert inspect.getsource(lazy).startswith(f"def {name}(")
 
 
 def test_without_dask_import_fails_with_the_extra_named():

@@ -8,6 +8,7 @@
 
 #include "posenc/chunks.hpp"
 #include "posenc/parallel.hpp"
+#include "posenc/prefetch.hpp"
 
 POSENC_BEGIN_TARGET
 namespace {
@@ -55,21 +56,17 @@ inline bool rows_follow(const RowLayout& l, std::int64_t rows, std::int64_t cols
 }
 
 // Prefetches the n elements kAheadBytes past the n at x, clipped to the
-// `left` rows of n elements that follow them. Measured on one thread against
-// a read-modify-write pass of the same buffer: float32 Swin windows
-// [256, 4, 144, 144] (85 MB) 1.4x with the hardware prefetchers alone, 1.05x
-// with this; float64 1.3x -> 1.05x; [64, 4, 144, 144] and [1, 16, 1024, 1024]
-// unchanged within the noise (1.1-1.3x). 2 KiB ahead measured the same.
-constexpr std::int64_t kAheadBytes = 4096;
-constexpr std::int64_t kLineBytes = 64;
-
+// `left` rows of n elements that follow them (prefetch.hpp). Measured on one
+// thread against a read-modify-write pass of the same buffer: float32 Swin
+// windows [256, 4, 144, 144] (85 MB) 1.4x with the hardware prefetchers
+// alone, 1.05x with this; float64 1.3x -> 1.05x; [64, 4, 144, 144] and
+// [1, 16, 1024, 1024] unchanged within the noise (1.1-1.3x).
 template <class T>
 inline void prefetch_ahead(const T* x, std::int64_t n, std::int64_t left) {
     const std::int64_t size = static_cast<std::int64_t>(sizeof(T));
     const std::int64_t last = (left + 1) * n * size;  // bytes from x to the end of the block's rows
-    const char* c = reinterpret_cast<const char*>(x);
     const std::int64_t hi = kAheadBytes + n * size < last ? kAheadBytes + n * size : last;
-    for (std::int64_t b = kAheadBytes; b < hi; b += kLineBytes) __builtin_prefetch(c + b, 1, 3);
+    if (hi > kAheadBytes) prefetch_lines(reinterpret_cast<const char*>(x) + kAheadBytes, hi - kAheadBytes);
 }
 
 // U is an unsigned integer of the element width: the copy never looks at values.

@@ -16,6 +16,7 @@ element.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
@@ -80,15 +81,42 @@ _DEBERTA_PARAMETERS = """    bucket_size : int
         buckets): ``ValueError``. ``bucket_size <= 2**24``,
         ``max_position <= 2**62``."""
 
+_POSITIONS_RESULT = """    dtype : signed integer dtype
+        Result dtype (int64 by default); every value must fit (else ``ValueError``).
+    out : array of shape [q_len, k_len] and dtype ``dtype``, optional
+        Written in place and returned.
+
+    Returns
+    -------
+    ndarray of shape [q_len, k_len]"""
+
 _SHARED_DOCS = {"__DEBERTA_PARAMETERS__": _DEBERTA_PARAMETERS, "__T5_PARAMETERS__": _T5_PARAMETERS,
                 "__ALIBI_FORMS__": _ALIBI_FORMS, "__SCORES_OUT__": _SCORES_OUT,
-                "__GRID_PARAMETERS__": _GRID_PARAMETERS}
+                "__GRID_PARAMETERS__": _GRID_PARAMETERS, "__POSITIONS_RESULT__": _POSITIONS_RESULT}
+
+# Fragments with arguments: a line ``__NAME__ <arguments>``, the pattern's groups filling the text's {0}, {1}.
+_SHARED_DOCS_WITH_ARGUMENTS = [
+    # ``__BUCKET_BLOCK_RESULT__ int32``: a [q_len, k_len] block of integer buckets.
+    (r"__BUCKET_BLOCK_RESULT__ (\w+)", """    out : {0} array of shape [q_len, k_len], optional
+
+    Returns
+    -------
+    {0} ndarray of shape [q_len, k_len]"""),
+    # ``__TABLE_RESULT__ [shape] (remark).``: entries of the learned ``table``, in its dtype.
+    (r"__TABLE_RESULT__ (\[[^]]*\])(.*)", """    out : array of shape {0} and the table's dtype, optional
+
+    Returns
+    -------
+    ndarray of shape {0} in the table's dtype{1}"""),
+]
 
 
 def _shared_doc(func: Any) -> Any:
     """Fill the shared parameter descriptions into ``func``'s docstring."""
     for placeholder, text in _SHARED_DOCS.items():
         func.__doc__ = func.__doc__.replace(placeholder, text)
+    for pattern, text in _SHARED_DOCS_WITH_ARGUMENTS:
+        func.__doc__ = re.sub(f"^{pattern}$", lambda m: text.format(*m.groups()), func.__doc__, flags=re.M)
     return func
 
 
@@ -116,9 +144,15 @@ def _positions(q_len: Any, k_len: Any, *, offset: Any, clip: Optional[int], dtyp
         _fits(dt, 0, 2 * clip, f"max_relative_position = {clip}: clipped positions")
     elif grid.q_len and grid.k_len:
         _fits(dt, grid.first, grid.first + grid.length - 1, "relative positions")
+    return RelativePositions(grid, clip, dt, _block_target(grid, dt, out))
+
+
+def _block_target(grid: DistanceGrid, dtype: np.dtype, out: Any) -> Optional[Out]:
+    """Where a ``[q_len, k_len]`` block of ``dtype`` goes: ``out`` (checked), or None for a new array (its size
+    checked)."""
     shape = (grid.q_len, grid.k_len)
-    _checks.result_size(shape, dt, "the result")
-    return RelativePositions(grid, clip, dt, _checks.out_target(out, shape, dt))
+    _checks.result_size(shape, dtype, "the result")
+    return _checks.out_target(out, shape, dtype)
 
 
 def _bias_table(table: Any) -> np.ndarray:
@@ -187,14 +221,7 @@ def relative_positions(q_len: int, k_len: int, *, offset: int = 0, dtype: Any = 
     Parameters
     ----------
 __GRID_PARAMETERS__
-    dtype : signed integer dtype
-        Result dtype (int64 by default); every value must fit (else ``ValueError``).
-    out : array of shape [q_len, k_len] and dtype ``dtype``, optional
-        Written in place and returned.
-
-    Returns
-    -------
-    ndarray of shape [q_len, k_len]
+__POSITIONS_RESULT__
 
     Examples
     --------
@@ -207,6 +234,7 @@ __GRID_PARAMETERS__
 
 
 @entry
+@_shared_doc
 def clipped_relative_positions(
     q_len: int, k_len: int, max_relative_position: int, *, offset: int = 0, dtype: Any = np.int64, out: Any = None
 ) -> Any:
@@ -225,13 +253,7 @@ def clipped_relative_positions(
         The clipping distance m (>= 0).
     offset : int
         Absolute position of query 0.
-    dtype : signed integer dtype
-        Result dtype (int64 by default).
-    out : array of shape [q_len, k_len] and dtype ``dtype``, optional
-
-    Returns
-    -------
-    ndarray of shape [q_len, k_len]
+__POSITIONS_RESULT__
 
     Examples
     --------
@@ -246,6 +268,7 @@ def clipped_relative_positions(
 
 
 @entry
+@_shared_doc
 def relative_embeddings(table: Any, q_len: int, k_len: int, max_relative_position: int, *, offset: int = 0,
                         out: Any = None) -> Any:
     """Shaw-style relative embeddings ``table[clipped_relative_positions(...)]`` → ``[q, k, d]``.
@@ -260,11 +283,7 @@ def relative_embeddings(table: Any, q_len: int, k_len: int, max_relative_positio
         The clipping distance (>= 0).
     offset : int
         Absolute position of query 0.
-    out : array of shape [q_len, k_len, d] and the table's dtype, optional
-
-    Returns
-    -------
-    ndarray of shape [q_len, k_len, d] in the table's dtype (rows copied exactly).
+__TABLE_RESULT__ [q_len, k_len, d] (rows copied exactly).
 
     Examples
     --------
@@ -367,11 +386,7 @@ __GRID_PARAMETERS__
 __T5_PARAMETERS__
     num_buckets : int
         As in :func:`t5_bucket`.
-    out : int32 array of shape [q_len, k_len], optional
-
-    Returns
-    -------
-    int32 ndarray of shape [q_len, k_len]
+__BUCKET_BLOCK_RESULT__ int32
 
     Examples
     --------
@@ -382,10 +397,7 @@ __T5_PARAMETERS__
     """
     grid = distance_grid(q_len, k_len, offset=offset)
     t5 = t5_bucketing(bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
-    shape = (grid.q_len, grid.k_len)
-    int32 = np.dtype(np.int32)
-    _checks.result_size(shape, int32, "the result")
-    return T5BucketBlock(grid, t5, _checks.out_target(out, shape, int32))
+    return T5BucketBlock(grid, t5, _block_target(grid, np.dtype(np.int32), out))
 
 
 @entry
@@ -401,11 +413,7 @@ def t5_bias(table: Any, q_len: int, k_len: int, *, offset: int = 0, bidirectiona
         ``num_buckets`` is ``table.shape[0]``.
 __GRID_PARAMETERS__
 __T5_PARAMETERS__
-    out : array of shape [heads, q_len, k_len] and the table's dtype, optional
-
-    Returns
-    -------
-    ndarray of shape [heads, q_len, k_len] in the table's dtype (values copied exactly).
+__TABLE_RESULT__ [heads, q_len, k_len] (values copied exactly).
 
     Examples
     --------
@@ -532,11 +540,7 @@ def deberta_buckets(q_len: int, k_len: int, *, offset: int = 0, bucket_size: int
     ----------
 __GRID_PARAMETERS__
 __DEBERTA_PARAMETERS__
-    out : int64 array of shape [q_len, k_len], optional
-
-    Returns
-    -------
-    int64 ndarray of shape [q_len, k_len]
+__BUCKET_BLOCK_RESULT__ int64
 
     Examples
     --------
@@ -549,10 +553,7 @@ __DEBERTA_PARAMETERS__
     """
     grid = distance_grid(q_len, k_len, offset=offset)
     deberta = deberta_bucketing(bucket_size=bucket_size, max_position=max_position)
-    shape = (grid.q_len, grid.k_len)
-    int64 = np.dtype(np.int64)
-    _checks.result_size(shape, int64, "the result")
-    return DebertaBucketBlock(grid, deberta, _checks.out_target(out, shape, int64))
+    return DebertaBucketBlock(grid, deberta, _block_target(grid, np.dtype(np.int64), out))
 
 
 # ---------------------------------------------------------------- Transformer-XL / Conformer shift

@@ -12,8 +12,9 @@ are by both backends.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar
 
 import numpy as np
 
@@ -25,6 +26,24 @@ from ._plans.rope import (DEFAULT_BASE, SEQ_DEPENDENT, RopeCosSin, RopeParams, R
 
 __all__ = ["RotaryEmbedding", "apply_rope", "apply_rope_qk", "positions_from_cu_seqlens", "rope_cos_sin",
            "rope_inv_freq"]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_ROTATED_X = """    out : array of x's shape and dtype, optional
+        May be x itself (in place). Any other overlap with {} is refused.
+
+    Returns
+    -------
+    ndarray of x's shape and dtype (``out`` when given)."""
+
+
+def rotated_x_doc(func: F) -> F:
+    """Fill the docstring's ``__ROTATED_X__ <inputs>`` line: the ``out`` and ``Returns`` of a rotation of ``x``
+    (:func:`apply_rope`, :func:`apply_rope_nd`), ``out`` refused where it overlaps one of the inputs named."""
+    func.__doc__ = re.sub(r"^__ROTATED_X__ (.*)$", lambda m: _ROTATED_X.format(m.group(1)), func.__doc__ or "",
+                          flags=re.M)
+    return func
 
 
 @entry
@@ -63,6 +82,7 @@ def rope_cos_sin(positions: Any, dim: int, *, base: float = DEFAULT_BASE, scalin
 
 
 @entry
+@rotated_x_doc
 def apply_rope(x: Any, positions: Any = None, *, base: float = DEFAULT_BASE, scaling: Any = None, inv_freq: Any = None,
                attention_scaling: Any = None, rotary_dim: Any = None, interleaved: bool = False, seq_axis: int = -3,
                offset: int = 0, inverse: bool = False, mrope_section: Any = None, mrope_interleaved: bool = False,
@@ -136,12 +156,7 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = DEFAULT_BASE, sca
         ``[batch, seq, W]`` follows axis 0 of x; ``[1, seq, W]`` broadcasts.
         Any float dtype; read in float64, finite. Not with positions, offset,
         base, scaling, inv_freq, attention_scaling or mrope_section.
-    out : array of x's shape and dtype, optional
-        May be x itself (in place). Any other overlap with x is refused.
-
-    Returns
-    -------
-    ndarray of x's shape and dtype (``out`` when given).
+__ROTATED_X__ x
 
     Examples
     --------

@@ -16,12 +16,14 @@ import numpy as np
 
 from . import _checks
 from ._api import entry
+from ._rope import rotated_x_doc
 from ._plans.rope_nd import cos_sin_nd, rope_axial_freqs, rotation_nd
 
 __all__ = ["apply_rope_nd", "rope_axial_freqs", "rope_nd_cos_sin"]
 
 
 @entry
+@rotated_x_doc
 def apply_rope_nd(x: Any, coords: Any, freqs: Any, *, interleaved: bool = False, seq_axis: int = -3,
                   inverse: bool = False, out: Any = None) -> Any:
     """Rotate the feature pairs of ``x`` by angles summed over several coordinate axes (multi-axis RoPE).
@@ -54,12 +56,7 @@ def apply_rope_nd(x: Any, coords: Any, freqs: Any, *, interleaved: bool = False,
     seq_axis : {-3, -2}
     inverse : bool
         Rotate by −θ (the transpose: the backward pass).
-    out : array of x's shape and dtype, optional
-        May be x itself (in place). Any other overlap with x, coords or freqs is refused.
-
-    Returns
-    -------
-    ndarray of x's shape and dtype (``out`` when given).
+__ROTATED_X__ x, coords or freqs
 
     Examples
     --------

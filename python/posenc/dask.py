@@ -48,9 +48,17 @@ Not here yet: ``apply_rope_nd`` (no in-memory function yet).
 
 from __future__ import annotations
 
+import __future__  # the compiler flag of ``from __future__ import annotations``, for the written def
+
+import ast
 import importlib
+import inspect
+import linecache
+import re
+import textwrap
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+from types import SimpleNamespace
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, cast
 
 import numpy as np
 
@@ -88,11 +96,91 @@ _LAZY_RESULT = """    out : None
     dask.array.Array of """
 
 
-def _lazy_doc(fn: F) -> F:
-    """Fill the docstring's ``__LAZY_RESULT__ <what>`` line: the ``out`` and ``Returns`` sections every lazy
-    function shares."""
-    fn.__doc__ = (fn.__doc__ or "").replace("__LAZY_RESULT__ ", _LAZY_RESULT)
-    return fn
+def _lazy(memory: F, *, without: Tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], F]:
+    """The lazy twin of the in-memory function ``memory``: its parameters (less ``without``, not supported lazily).
+
+    The decorated ``run(a, *, own...)`` is the body: ``a`` holds every
+    argument by name, defaults applied (``a.x``, ``a.offset``); the
+    keyword-only parameters after ``a`` are the lazy function's own
+    (``chunks``), placed before ``out``. ``out`` must be None (checked here).
+    A block's function must not close over ``a``: it holds the whole input,
+    which every task would then carry (dask.distributed sends each task on
+    its own); it closes over locals such as ``_passed_on(a, ...)``.
+
+    The public function is a plain ``def`` written from that parameter list,
+    each default as its source spells it (``np.float32``), so ``help``,
+    ``inspect.signature``, Sphinx and Python's own ``TypeError`` for a call
+    that does not fit all see the real parameters (a ``__signature__`` would
+    satisfy the first two only). Its docstring is run's,
+    with two lines filled in: ``__LAZY_RESULT__ <what>`` (the ``out`` and
+    ``Returns`` sections) and ``__AS_IN_MEMORY__ <remark>``, the parameters
+    the docstring does not describe itself followed by "As in
+    :func:`posenc.<name>`" and the remark (a full stop without one).
+
+    Typed for mypy as ``memory`` (a lazy function that adds parameters passes
+    ``memory`` as ``Callable[..., Any]``).
+    """
+
+    def make(run: Callable[..., Any]) -> F:
+        inner = inspect.unwrap(memory)  # the plan builder: the def that declares the public parameters
+        declared = inspect.signature(inner).parameters
+        assert set(without) <= set(declared) and list(declared)[-1] == "out"
+        params = [p for p in declared.values() if p.name not in without]
+        own = [p for p in inspect.signature(run).parameters.values() if p.kind is p.KEYWORD_ONLY]
+        params = params[:-1] + own + params[-1:]
+        spelled = {**_spelled_defaults(inner), **_spelled_defaults(run)}
+        listed, star = [], False
+        for p in params:
+            if p.kind is p.KEYWORD_ONLY and not star:
+                listed.append("*")
+                star = True
+            annotation = "" if p.annotation is p.empty else f": {p.annotation}"
+            default = "" if p.default is p.empty else f" = {spelled[p.name]}"
+            listed.append(p.name + annotation + default)
+        arguments = ", ".join(f"{p.name}={p.name}" for p in params)
+        source = (f"def {run.__name__}({', '.join(listed)}) -> Any:\n"
+                  f"    return _run(SimpleNamespace({arguments}))\n")
+        filename = f"<posenc.dask.{run.__name__}: the parameters of {memory.__module__}.{memory.__name__}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # for inspect.getsource
+
+        def call(a: Any) -> Any:
+            _no_out(a.out)
+            return run(a, **{p.name: getattr(a, p.name) for p in own})
+
+        # The defaults are evaluated where they were written (``np.float32``: in the builder's module).
+        namespace = {**inner.__globals__, "_run": call, "SimpleNamespace": SimpleNamespace}
+        code = compile(source, filename, "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True)
+        exec(code, namespace)
+        lazy: Any = namespace[run.__name__]
+        lazy.__module__, lazy.__qualname__ = run.__module__, run.__qualname__
+        doc = (run.__doc__ or "").replace("__LAZY_RESULT__ ", _LAZY_RESULT)
+        described = set(re.findall(r"^    (\w+) : ", doc, re.M))
+        same = f"    {', '.join(p.name for p in params if p.name not in described)}\n" \
+               f"        As in :func:`posenc.{memory.__name__}`"
+        lazy.__doc__ = re.sub(r"^__AS_IN_MEMORY__(.*)$", lambda m: same + (m.group(1) or "."), doc, flags=re.M)
+        return cast(F, lazy)
+
+    return make
+
+
+def _passed_on(a: Any, *handled: str) -> Dict[str, Any]:
+    """The arguments in ``a`` but ``handled`` and ``out``: passed on unchanged to each block's in-memory call."""
+    return {name: value for name, value in vars(a).items() if name not in handled and name != "out"}
+
+
+def _spelled_defaults(func: Callable[..., Any]) -> Dict[str, str]:
+    """Each parameter default of ``func`` as its source spells it (``np.float32``), or by its value where the
+    source names a constant of its own module (``DEFAULT_BASE``: a name that means nothing in posenc.dask)."""
+    source = textwrap.dedent(inspect.getsource(func))
+    tree = ast.parse(source).body[0]
+    assert isinstance(tree, ast.FunctionDef)
+    args = tree.args
+    named = list(zip(args.args[len(args.args) - len(args.defaults):], args.defaults))
+    named += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    values = inspect.signature(func).parameters
+    return {a.arg: repr(values[a.arg].default) if isinstance(d, ast.Name) else str(ast.get_source_segment(source, d))
+            for a, d in named}
+
 
 def _one_thread(run: Callable[[], Any]) -> Any:
     """``run()`` with OpenMP limited to one thread in the calling thread only (see the module docstring)."""
@@ -201,24 +289,17 @@ def _row_chunks(chunks: Any, n: int, dim: int, dtype: np.dtype) -> Tuple[int, ..
     return tuple(min(step, n - r) for r in range(0, n, step)) or (0,)
 
 
-@_lazy_doc
-def sinusoidal(
-    positions: Any,
-    dim: int,
-    *,
-    base: float = 10000.0,
-    interleaved: bool = True,
-    freq_rule: str = "vaswani",
-    dtype: Any = np.float32,
-    chunks: Any = "auto",
-    out: Any = None,
-) -> Any:
+# Typed loosely (mypy would refuse ``chunks``): the lazy table adds it to the in-memory parameters.
+_TABLE: Callable[..., Any] = _posenc.sinusoidal
+
+
+@_lazy(_TABLE)
+def sinusoidal(a: Any, *, chunks: Any = "auto") -> Any:
     """A lazy sinusoidal table ``[n, dim]``, identical to :func:`posenc.sinusoidal`, chunked along rows.
 
     Parameters
     ----------
-    positions, dim, base, interleaved, freq_rule, dtype
-        As in :func:`posenc.sinusoidal` (positions: an int ``n`` or a 1-D
+__AS_IN_MEMORY__ (positions: an int ``n`` or a 1-D
         array_like; a dask array is computed first, it is small).
     chunks : int, tuple of int or "auto"
         Rows per block, or each block's rows (summing to ``n``), or "auto"
@@ -234,14 +315,13 @@ __LAZY_RESULT__ shape [n, dim] and dtype ``dtype``
     >>> bool(np.array_equal(table.compute(), posenc.sinusoidal(1000, 64)))
     True
     """
-    _no_out(out)
-    if isinstance(positions, da.Array):
-        positions = positions.compute()
+    positions = a.positions.compute() if isinstance(a.positions, da.Array) else a.positions
     pos, n = _checks.positions(positions)
     # The whole call's checks (dim, base, freq_rule, dtype, size) on an empty table.
-    _posenc.sinusoidal(0, dim, base=base, interleaved=interleaved, freq_rule=freq_rule, dtype=dtype)
-    dt = _checks.float_dtype(dtype)
-    dim = _checks.even_dim(dim)
+    options = _passed_on(a, "positions", "dim", "dtype", "chunks")
+    _posenc.sinusoidal(0, a.dim, dtype=a.dtype, **options)
+    dt = _checks.float_dtype(a.dtype)
+    dim = _checks.even_dim(a.dim)
     _checks.result_size((n, dim), dt, "the table")
     values = pos  # None: row r has position r (never materialised: n may exceed memory)
     rows = _row_chunks(chunks, n, dim, dt)
@@ -252,24 +332,14 @@ __LAZY_RESULT__ shape [n, dim] and dtype ``dtype``
         # The table kernel anchors at local multiples of ANCHOR_ROWS: start
         # the block at the previous global multiple and drop the extra rows.
         rows = np.arange(first, stop, dtype=np.float64) if values is None else values[first:stop]
-        table = _one_thread(lambda: _posenc.sinusoidal(rows, dim, base=base, interleaved=interleaved,
-                                                        freq_rule=freq_rule, dtype=dt))
+        table = _one_thread(lambda: _posenc.sinusoidal(rows, dim, dtype=dt, **options))
         return np.asarray(table[start - first:])
 
     return da.map_blocks(block, chunks=(rows, (dim,)), dtype=dt, meta=np.empty((0, 0), dt))
 
 
-@_lazy_doc
-def add_sinusoidal(
-    x: Any,
-    *,
-    offset: int = 0,
-    positions: Any = None,
-    base: float = 10000.0,
-    interleaved: bool = True,
-    scale: float = 1.0,
-    out: Any = None,
-) -> Any:
+@_lazy(_posenc.add_sinusoidal)
+def add_sinusoidal(a: Any) -> Any:
     """Lazy ``scale·x + PE`` for a dask array ``x`` ``[..., seq, dim]``: :func:`posenc.add_sinusoidal` per block.
 
     Every block gets the positions of its global rows; the result equals the
@@ -280,8 +350,7 @@ def add_sinusoidal(
     Parameters
     ----------
     x : dask array (or array_like) of shape [..., seq, dim], floating
-    offset, positions, base, interleaved, scale
-        As in :func:`posenc.add_sinusoidal` (``positions``: None, an int or a
+__AS_IN_MEMORY__ (``positions``: None, an int or a
         1-D array_like of ``seq`` entries; a dask array is computed first).
 __LAZY_RESULT__ x's shape and dtype
 
@@ -293,13 +362,11 @@ __LAZY_RESULT__ x's shape and dtype
     >>> bool(np.array_equal(y.compute(), posenc.add_sinusoidal(x, offset=5)))
     True
     """
-    _no_out(out)
-    xd = _whole_last_axis(_dask_array(x, "x"))
+    xd = _whole_last_axis(_dask_array(a.x, "x"))
     if xd.ndim < 2:
         raise ValueError(f"x must have shape [..., seq, dim], got shape {xd.shape}")
     seq, dim = xd.shape[-2], xd.shape[-1]
-    if isinstance(positions, da.Array):
-        positions = positions.compute()
+    positions = a.positions.compute() if isinstance(a.positions, da.Array) else a.positions
     values = None
     if positions is not None:
         values, n = _checks.positions(positions)
@@ -307,22 +374,20 @@ __LAZY_RESULT__ x's shape and dtype
             raise ValueError(f"positions has {n} entries but x has seq length {seq}")
         if values is None:
             values = np.arange(n, dtype=np.float64)
-    start = _checks.offset(offset, seq)
+    start = _checks.offset(a.offset, seq)
     if values is not None and start != 0:
         raise ValueError("give either positions or offset, not both")
     # Everything else (dtype, dim, base, interleaved, scale, offset/positions
     # together): the in-memory call on one row of zeros.
+    options = _passed_on(a, "x", "offset", "positions")
     _posenc.add_sinusoidal(_zeros((1, dim), xd.dtype), offset=0 if values is not None else start,
-                           positions=None if values is None else values[:1], base=base, interleaved=interleaved,
-                           scale=scale)
+                           positions=None if values is None else values[:1], **options)
     axis = xd.ndim - 2
 
     def call(xa: np.ndarray, dest: Any, row: int, stop: int) -> Any:
         if values is None:
-            return _posenc.add_sinusoidal(xa, offset=start + row, base=base, interleaved=interleaved, scale=scale,
-                                          out=dest)
-        return _posenc.add_sinusoidal(xa, positions=values[row:stop], base=base, interleaved=interleaved,
-                                      scale=scale, out=dest)
+            return _posenc.add_sinusoidal(xa, offset=start + row, out=dest, **options)
+        return _posenc.add_sinusoidal(xa, positions=values[row:stop], out=dest, **options)
 
     def block(xb: np.ndarray, block_info: Optional[Dict[Any, Any]] = None) -> np.ndarray:
         first = _location(block_info)[axis][0]
@@ -385,11 +450,8 @@ def _rope_positions(positions: Any, xd: Any, seq_ax: int, mrope: bool) -> Any:
     return ext[tuple(index)]
 
 
-@_lazy_doc
-def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling: Any = None, inv_freq: Any = None,
-               attention_scaling: Any = None, rotary_dim: Any = None, interleaved: bool = False, seq_axis: int = -3,
-               offset: int = 0, inverse: bool = False, mrope_section: Any = None, mrope_interleaved: bool = False,
-               out: Any = None) -> Any:
+@_lazy(_posenc.apply_rope, without=("cos", "sin"))
+def apply_rope(a: Any) -> Any:
     """Lazy :func:`posenc.apply_rope` of a dask array ``x``, block by block with global positions.
 
     Identical, bit for bit, to the in-memory call on the whole array for any
@@ -406,9 +468,7 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, scaling:
         array is used lazily, chunk by chunk beside the data (rechunked to
         x's batch and sequence chunks if it is not aligned with them); its
         values are checked when its blocks are computed, its shape now.
-    base, scaling, inv_freq, attention_scaling, rotary_dim, interleaved, seq_axis, offset, inverse, \
-mrope_section, mrope_interleaved
-        As in :func:`posenc.apply_rope`.
+__AS_IN_MEMORY__
 __LAZY_RESULT__ x's shape and dtype
 
     Examples
@@ -420,8 +480,8 @@ __LAZY_RESULT__ x's shape and dtype
     >>> bool(np.array_equal(y.compute(), posenc.apply_rope(x, pos)))
     True
     """
-    _no_out(out)
-    xd = _whole_last_axis(_dask_array(x, "x"))
+    xd = _whole_last_axis(_dask_array(a.x, "x"))
+    seq_axis, positions, offset = a.seq_axis, a.positions, a.offset
     if isinstance(seq_axis, (bool, np.bool_)) or not isinstance(seq_axis, (int, np.integer)) or seq_axis not in (-3, -2):
         raise ValueError(f"seq_axis must be -3 ([..., seq, heads, dim]) or -2 ([..., heads, seq, dim]), got {seq_axis!r}")
     needed = 3 if seq_axis == -3 else 2
@@ -430,10 +490,8 @@ __LAZY_RESULT__ x's shape and dtype
         raise ValueError(f"x must have shape {layout} (at least {needed} axes), got shape {xd.shape}")
     seq_ax = xd.ndim + int(seq_axis)
     seq = xd.shape[seq_ax]
-    mrope = mrope_section is not None
-    kwargs = dict(base=base, scaling=scaling, inv_freq=inv_freq, attention_scaling=attention_scaling,
-                  rotary_dim=rotary_dim, interleaved=interleaved, seq_axis=seq_axis, inverse=inverse,
-                  mrope_section=mrope_section, mrope_interleaved=mrope_interleaved)
+    mrope = a.mrope_section is not None
+    kwargs = _passed_on(a, "x", "positions", "offset")
     if positions is None:
         start = _checks.offset(offset, seq)
     else:
@@ -479,8 +537,8 @@ __LAZY_RESULT__ x's shape and dtype
 
 # ---------------------------------------------------------------- learned
 
-@_lazy_doc
-def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any:
+@_lazy(_posenc.embedding_add)
+def embedding_add(a: Any) -> Any:
     """Lazy :func:`posenc.embedding_add` (``x + table[positions]``) of a dask array ``x``, block by block.
 
     Parameters
@@ -507,8 +565,8 @@ __LAZY_RESULT__ x's shape and dtype
     >>> y.compute()[3, 0].tolist()
     [19.0, 20.0]
     """
-    _no_out(out)
-    xd = _whole_last_axis(_dask_array(x, "x"))
+    xd = _whole_last_axis(_dask_array(a.x, "x"))
+    table, positions = a.table, a.positions
     if xd.ndim < 1:
         raise ValueError("x must have shape [..., dim], got a scalar")
     if isinstance(table, da.Array):
@@ -533,11 +591,11 @@ __LAZY_RESULT__ x's shape and dtype
     pos = _checks.as_array(positions, "positions")
     # Shape against the whole x, integer kind and range: the in-memory call on x with no features.
     _posenc.embedding_add(np.broadcast_to(_zeros((), xd.dtype), lead + (0,)), tab[:, :0], pos)
-    k = pos.ndim
+    axes = slice(xd.ndim - 1 - pos.ndim, xd.ndim - 1)  # x's axes that positions spans (not xd: the whole input)
 
     def block(xb: np.ndarray, block_info: Optional[Dict[Any, Any]] = None) -> np.ndarray:
-        loc = _location(block_info)[xd.ndim - 1 - k:xd.ndim - 1]
-        pb = pos[tuple(slice(a, b) for a, b in loc)]
+        loc = _location(block_info)[axes]
+        pb = pos[tuple(slice(lo, hi) for lo, hi in loc)]
         return _one_thread(lambda: _posenc.embedding_add(xb, tab, pb))  # type: ignore[no-any-return]
 
     return da.map_blocks(block, xd, dtype=xd.dtype, meta=np.empty((0,) * xd.ndim, xd.dtype))
@@ -566,8 +624,8 @@ def _relative_blocks(sd: Any, run: Callable[[np.ndarray, int, int, int, int], An
     return da.map_blocks(block, sd, dtype=sd.dtype, meta=np.empty((0,) * nd, sd.dtype))
 
 
-@_lazy_doc
-def add_alibi(scores: Any, *, offset: int = 0, symmetric: bool = False, slopes: Any = None, out: Any = None) -> Any:
+@_lazy(_posenc.add_alibi, without=("num_heads",))
+def add_alibi(a: Any) -> Any:
     """Lazy :func:`posenc.add_alibi` of dask ``scores`` ``[..., heads, q, k]``, chunked along any axis.
 
     A block of queries ``q0..`` and keys ``k0..`` is the in-memory call with
@@ -579,8 +637,7 @@ def add_alibi(scores: Any, *, offset: int = 0, symmetric: bool = False, slopes: 
     Parameters
     ----------
     scores : dask array (or array_like) of shape [..., heads, q, k], floating
-    offset, symmetric, slopes
-        As in :func:`posenc.add_alibi`.
+__AS_IN_MEMORY__
 __LAZY_RESULT__ the scores' shape and dtype
 
     Examples
@@ -591,28 +648,27 @@ __LAZY_RESULT__ the scores' shape and dtype
     >>> bool(np.array_equal(y.compute(), posenc.add_alibi(s, offset=10)))
     True
     """
-    _no_out(out)
-    sd = _scores(scores)
+    sd = _scores(a.scores)
     heads = sd.shape[-3]
-    if slopes is None:
+    if a.slopes is None:
         values = _posenc.alibi_slopes(heads, dtype=np.float64)
     else:
-        if isinstance(slopes, da.Array):
+        if isinstance(a.slopes, da.Array):
             raise TypeError("slopes must be a NumPy array (array_like), not a dask array")
-        values = _checks.as_array(slopes, "slopes")
+        values = _checks.as_array(a.slopes, "slopes")
     # Every check with the whole head count: the in-memory call on one query and key per head.
-    _posenc.add_alibi(_zeros((heads, 1, 1), sd.dtype), offset=offset, symmetric=symmetric, slopes=slopes)
-    start = int(offset)
+    options = _passed_on(a, "scores", "offset", "slopes")
+    _posenc.add_alibi(_zeros((heads, 1, 1), sd.dtype), offset=a.offset, slopes=a.slopes, **options)
+    start = int(a.offset)
 
     def run(sb: np.ndarray, h0: int, h1: int, q0: int, k0: int) -> Any:
-        return _posenc.add_alibi(sb, offset=start + q0 - k0, symmetric=symmetric, slopes=values[h0:h1])
+        return _posenc.add_alibi(sb, offset=start + q0 - k0, slopes=values[h0:h1], **options)
 
     return _relative_blocks(sd, run)
 
 
-@_lazy_doc
-def add_t5_bias(scores: Any, table: Any, *, offset: int = 0, bidirectional: bool = True, max_distance: int = 128,
-                out: Any = None) -> Any:
+@_lazy(_posenc.add_t5_bias, without=("num_heads",))
+def add_t5_bias(a: Any) -> Any:
     """Lazy :func:`posenc.add_t5_bias` of dask ``scores`` ``[..., heads, q, k]``, chunked along any axis.
 
     A block of queries ``q0..`` and keys ``k0..`` is the in-memory call with
@@ -624,8 +680,7 @@ def add_t5_bias(scores: Any, table: Any, *, offset: int = 0, bidirectional: bool
     scores : dask array (or array_like) of shape [..., heads, q, k], floating
     table : array_like of shape [num_buckets, heads], floating
         A NumPy table (it goes into the graph once).
-    offset, bidirectional, max_distance
-        As in :func:`posenc.add_t5_bias`.
+__AS_IN_MEMORY__
 __LAZY_RESULT__ the scores' shape and dtype
 
     Examples
@@ -638,17 +693,15 @@ __LAZY_RESULT__ the scores' shape and dtype
     >>> bool(np.array_equal(y.compute(), posenc.add_t5_bias(s, table, offset=20)))
     True
     """
-    _no_out(out)
-    sd = _scores(scores)
-    if isinstance(table, da.Array):
+    sd = _scores(a.scores)
+    if isinstance(a.table, da.Array):
         raise TypeError("table must be a NumPy array (array_like), not a dask array: compute it first")
-    tab = _checks.as_array(table, "table")
-    _posenc.add_t5_bias(_zeros((sd.shape[-3], 1, 1), sd.dtype), tab, offset=offset, bidirectional=bidirectional,
-                        max_distance=max_distance)
-    start = int(offset)
+    tab = _checks.as_array(a.table, "table")
+    options = _passed_on(a, "scores", "table", "offset")
+    _posenc.add_t5_bias(_zeros((sd.shape[-3], 1, 1), sd.dtype), tab, offset=a.offset, **options)
+    start = int(a.offset)
 
     def run(sb: np.ndarray, h0: int, h1: int, q0: int, k0: int) -> Any:
-        return _posenc.add_t5_bias(sb, tab[:, h0:h1], offset=start + q0 - k0, bidirectional=bidirectional,
-                                   max_distance=max_distance)
+        return _posenc.add_t5_bias(sb, tab[:, h0:h1], offset=start + q0 - k0, **options)
 
     return _relative_blocks(sd, run)
