@@ -102,7 +102,7 @@ def called_by_executors() -> Dict[str, List[str]]:
     return families
 
 
-def test_modules(family: str, families: List[str]) -> List[str]:
+def family_tests(family: str, families: List[str]) -> List[str]:
     """``tests/test_<family>.py`` and ``tests/test_<family>_*.py``, minus those of a longer family name."""
     longer = [f for f in families if f != family and f.startswith(family + "_")]
     modules = [p for p in sorted(HERE.glob(f"test_{family}*.py"))
@@ -133,15 +133,17 @@ class Job(NamedTuple):
 def derive(module: Any) -> Tuple[Dict[str, List[str]], List[Job]]:
     """Each family's test modules, and every mutant (minus EXCLUDED) of every function its executor calls."""
     signatures, calls = native_signatures(module), called_by_executors()
-    tests = {family: test_modules(family, list(calls)) for family in calls}
+    tests = {family: family_tests(family, list(calls)) for family in calls}
     jobs = []
     for family, functions in calls.items():
+        if functions and not tests[family]:
+            raise SystemExit(f"_native_exec/{family}.py calls posenc._native, and no tests/test_{family}*.py tests it")
         for function in functions:
             if function not in signatures:
                 raise SystemExit(f"_native_exec/{family}.py calls posenc._native.{function}, which does not exist")
             jobs += [Job(family, function, m) for m in mutants_of(signatures[function])
                      if f"{function}:{m}" not in EXCLUDED]
-    return tests, [job for job in jobs if tests[job.family]]
+    return tests, jobs
 
 
 def nudge(array: Any) -> bool:
