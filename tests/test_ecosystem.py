@@ -1,5 +1,5 @@
 """posenc among its neighbours: PyTorch and JAX arrays without copies, bfloat16 rounded once,
-threadpoolctl, the type stubs, one version.
+threadpoolctl, the package's type information, one version (the compiled module's stub: test_native_stub.py).
 
 Every public function is listed once in CASES (a public name missing there fails the
 suite); a case whose peer library is not installed is skipped (a failure under
@@ -8,7 +8,6 @@ POSENC_REQUIRE_PEERS=1, as in CI).
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib.metadata
 import math
@@ -16,7 +15,7 @@ import pickle
 import re
 import tracemalloc
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 import pytest
@@ -330,36 +329,6 @@ def test_threadpoolctl_lists_and_limits_posenc_openmp_beside_blas(native_backend
 
 
 # --- typing and packaging ---------------------------------------------------------------------
-
-def _pybind_parameters(doc: str) -> List[str]:
-    signature = doc.splitlines()[0]
-    inside = signature[signature.index("(") + 1: signature.rindex(") ->")]
-    names, depth, current = [], 0, ""
-    for ch in inside + ",":
-        if ch in "[(":
-            depth += 1
-        elif ch in "])":
-            depth -= 1
-        if ch == "," and depth == 0:
-            if current.strip():
-                names.append(current.split(":")[0].strip())
-            current = ""
-        else:
-            current += ch
-    return names
-
-
-@requires_native
-def test_stub_names_every_compiled_function_with_its_parameters():
-    stub = Path(posenc.__file__).with_name("_native.pyi")
-    tree = ast.parse(stub.read_text())
-    stubbed = {f.name: [a.arg for a in f.args.args] for f in tree.body if isinstance(f, ast.FunctionDef)}
-    compiled = {n: getattr(_backend.native, n) for n in dir(_backend.native) if not n.startswith("_")}
-    compiled = {n: f for n, f in compiled.items() if callable(f)}
-    assert set(compiled) == set(stubbed), "python/posenc/_native.pyi is out of date: mypy checks calls against it"
-    for name, function in compiled.items():
-        assert stubbed[name] == _pybind_parameters(function.__doc__), name
-
 
 def test_one_version_everywhere():
     assert re.fullmatch(r"\d+\.\d+\.\d+([.-]?\w+)?", posenc.__version__)

@@ -329,7 +329,7 @@ def test_flux_matches_diffusers(isa):
 @pytest.mark.parametrize("interleaved", [False, True])
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_table_source_is_apply_rope(native_isa, interleaved, dtype):
-    """posenc._native.apply_rope_tables(_qk) with float64 tables of θ = p·ω rotates as apply_rope does."""
+    """posenc._native.apply_rope_tables (of x, and of k with it) with float64 tables of θ = p·ω rotates as apply_rope does."""
     from posenc._backend import native
 
     q, k = rand(2, 33, 4, 20, dtype=dtype), rand(2, 33, 2, 20, dtype=dtype)
@@ -344,14 +344,21 @@ def test_table_source_is_apply_rope(native_isa, interleaved, dtype):
         native.apply_rope_tables(q, got, 1, True, np.cos(theta), np.sin(theta), scale, interleaved, inverse)
         assert_near_reference(got, want_q, q * scale, pos, w[None])
         gq, gk = q.copy(), k.copy()
-        native.apply_rope_tables_qk(gq, gq, gk, gk, 1, True, np.cos(theta), np.sin(theta), scale, interleaved,
-                                    inverse)
+        native.apply_rope_tables(gq, gq, 1, True, np.cos(theta), np.sin(theta), scale, interleaved, inverse, gk, gk)
         assert_near_reference(gq, want_q, q * scale, pos, w[None])
         assert_near_reference(gk, want_k, k * scale, pos, w[None])
     with pytest.raises(ValueError, match="cos"):
         native.apply_rope_tables(q, got, 1, True, np.cos(theta[:1]), np.sin(theta[:1]), 1.0, False, False)
     with pytest.raises(ValueError, match="cos"):
         native.apply_rope_tables(q, got, 1, True, np.cos(theta).astype(np.float32), np.sin(theta), 1.0, False, False)
+    # The optional second operand: k with out_k, k's batch and rows, and room for the rotated pairs.
+    tables = (1, True, np.cos(theta), np.sin(theta), 1.0, False, False)
+    with pytest.raises(ValueError, match="k and out_k"):
+        native.apply_rope_tables(q, got, *tables, k=k)
+    with pytest.raises(ValueError, match="same batch and seq"):
+        native.apply_rope_tables(q, got, *tables, k[:, :32], k[:, :32].copy())
+    with pytest.raises(ValueError, match="fit k's head_dim 8"):
+        native.apply_rope_tables(q, got, *tables, k[..., :8], k[..., :8].copy())
 
 
 # ================================================================ hostile-input specs

@@ -88,19 +88,19 @@ void grad(py::array grad_rows, py::array positions, py::array out) {
     kernel(a, out.shape(0), grad_rows.data(), layout, out.mutable_data());
 }
 
-// dst[outer, out_size, inner] = src[outer, in_size, inner] resampled along
+// out[outer, out_size, inner] = src[outer, in_size, inner] resampled along
 // the middle axis with the taps index/weights [out_size, taps], taps 2 or 4.
-// src and dst are C-contiguous; src is the table's dtype or float64, and so
-// is dst (not both float64 unless the table is).
-void resample(py::array src, py::array dst, py::array index, py::array weights) {
-    if (src.ndim() != 3 || dst.ndim() != 3 || !(src.flags() & py::array::c_style) ||
-        !(dst.flags() & py::array::c_style))
-        throw std::invalid_argument("src and dst must be C-contiguous [outer, size, inner] arrays");
-    require_writeable(dst, "dst");
-    const DType s = float_dtype(src, "src"), d = float_dtype(dst, "dst");
-    const std::int64_t outer = src.shape(0), in_size = src.shape(1), out_size = dst.shape(1), inner = src.shape(2);
-    if (dst.shape(0) != outer || dst.shape(2) != inner)
-        throw std::invalid_argument("dst must match src on the outer and inner axes");
+// src and out are C-contiguous; src is the table's dtype or float64, and so
+// is out (not both float64 unless the table is).
+void resample(py::array src, py::array out, py::array index, py::array weights) {
+    if (src.ndim() != 3 || out.ndim() != 3 || !(src.flags() & py::array::c_style) ||
+        !(out.flags() & py::array::c_style))
+        throw std::invalid_argument("src and out must be C-contiguous [outer, size, inner] arrays");
+    require_writeable(out, "out");
+    const DType s = float_dtype(src, "src"), d = float_dtype(out, "out");
+    const std::int64_t outer = src.shape(0), in_size = src.shape(1), out_size = out.shape(1), inner = src.shape(2);
+    if (out.shape(0) != outer || out.shape(2) != inner)
+        throw std::invalid_argument("out must match src on the outer and inner axes");
     const std::int64_t taps = index.ndim() == 2 ? index.shape(1) : 0;
     if ((taps != 2 && taps != 4) || index.shape(0) != out_size || !holds<std::int64_t>(index) ||
         !(index.flags() & py::array::c_style))
@@ -117,12 +117,12 @@ void resample(py::array src, py::array dst, py::array index, py::array weights) 
     if (s == d) kernel = kernels.same[static_cast<int>(s)];
     else if (d == DType::f64) kernel = kernels.to_double[static_cast<int>(s)];
     else if (s == DType::f64) kernel = kernels.from_double[static_cast<int>(d)];
-    else throw py::type_error("src and dst must share a dtype, or one of them must be float64");
-    if (dst.size() == 0) return;
+    else throw py::type_error("src and out must share a dtype, or one of them must be float64");
+    if (out.size() == 0) return;
     if (in_size == 0) throw std::invalid_argument("src has nothing to resample");
     const ResampleArgs a{outer, in_size, out_size, inner, j, w, taps};
     py::gil_scoped_release release;
-    kernel(a, src.data(), dst.mutable_data());
+    kernel(a, src.data(), out.mutable_data());
 }
 
 }  // namespace
@@ -131,7 +131,7 @@ void register_learned(py::module_& m) {
     m.def("embedding_lookup", &lookup, py::arg("table"), py::arg("positions"), py::arg("out"));
     m.def("embedding_add", &add, py::arg("x"), py::arg("table"), py::arg("positions"), py::arg("out"));
     m.def("embedding_grad", &grad, py::arg("grad"), py::arg("positions"), py::arg("out"));
-    m.def("resample", &resample, py::arg("src"), py::arg("dst"), py::arg("index"), py::arg("weights"));
+    m.def("resample", &resample, py::arg("src"), py::arg("out"), py::arg("index"), py::arg("weights"));
 }
 
 }  // namespace posenc::bind

@@ -51,60 +51,62 @@ RopeArgs args_of(const GroupedRows& x, const std::optional<py::array>& positions
 struct Operand {
     GroupedRows x, out;
     RopeOperand op;
+    std::int64_t size;
 };
 
 Operand operand_of(const py::array& x, py::array& out, DType dt, py::ssize_t seq_axis, bool grouped,
                    const char* x_name, const char* out_name) {
-    if (float_dtype(x, x_name) != dt) throw py::type_error(std::string(x_name) + " must have the dtype of q");
+    if (float_dtype(x, x_name) != dt) throw py::type_error(std::string(x_name) + " must have the dtype of x");
     if (float_dtype(out, out_name) != dt)
         throw py::type_error(std::string(out_name) + " must have the dtype of " + x_name);
     require_writeable(out, out_name);
     require_same_shape(x, x_name, out, out_name);
-    Operand o{GroupedRows(x, seq_axis, grouped, x_name), GroupedRows(out, seq_axis, grouped, out_name), {}};
+    Operand o{GroupedRows(x, seq_axis, grouped, x_name), GroupedRows(out, seq_axis, grouped, out_name), {},
+              static_cast<std::int64_t>(out.size())};
     o.op = RopeOperand{x.data(), {o.x.offsets(), o.x.row_stride(), o.x.col_stride()}, out.mutable_data(),
                        {o.out.offsets(), o.out.row_stride(), o.out.col_stride()}, o.x.units(), o.x.cols(),
                        x.data() != out.data(), o.x.rows_outer()};
     return o;
 }
 
-// Rotates x into out (out may be x). seq_axis counts from 0; grouped: axis 0
-// is the batch that positions' second axis follows.
-void apply(py::array x, py::array out, py::ssize_t seq_axis, bool grouped, std::optional<py::array> positions,
-           double start, py::array inv_freq, std::optional<py::array> pair_axis, double scale, bool interleaved,
-           bool inverse) {
-    const DType dt = float_dtype(x, "x");
-    Operand a = operand_of(x, out, dt, seq_axis, grouped, "x", "out");
-    const RopeArgs args = args_of(a.x, positions, start, inv_freq, pair_axis, scale, interleaved, inverse);
-    if (a.x.empty()) return;
-    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
-    const ReleaseGil release(out.size());
-    kernel(args, &a.op, 1);
+// The optional second operand (k into out_k, both or neither): x's dtype, batch and rows, and a head_dim
+// that holds the rotated pairs.
+std::optional<Operand> second_of(const Operand& a, DType dt, const std::optional<py::array>& k,
+                                 std::optional<py::array>& out_k, py::ssize_t seq_axis, bool grouped,
+                                 std::int64_t half) {
+    if (k.has_value() != out_k.has_value()) throw std::invalid_argument("k and out_k come together");
+    if (!k) return std::nullopt;
+    std::optional<Operand> b(operand_of(*k, *out_k, dt, seq_axis, grouped, "k", "out_k"));
+    if (a.x.groups() != b->x.groups() || a.x.rows() != b->x.rows())
+        throw std::invalid_argument("x and k must have the same batch and seq length");
+    if (2 * half > b->x.cols())
+        throw std::invalid_argument("2·pairs = " + std::to_string(2 * half) + " does not fit k's head_dim " +
+                                    std::to_string(b->x.cols()));
+    return b;
 }
 
-// Checked q and k (same groups and rows) rotated by args in one kernel call.
-void rotate_pair(const RopeArgs& args, const Operand& a, const Operand& b, DType dt, std::int64_t elements) {
+// Rotates the checked operands by args in one kernel call: with two (q and k), each row's cos/sin serve
+// the heads of both.
+void rotate(const RopeArgs& args, const Operand& a, const std::optional<Operand>& b, DType dt) {
     RopeOperand ops[2];
     int n = 0;
     if (!a.x.empty()) ops[n++] = a.op;
-    if (!b.x.empty()) ops[n++] = b.op;
+    if (b && !b->x.empty()) ops[n++] = b->op;
     if (n == 0) return;
     const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
-    const ReleaseGil release(elements);
+    const ReleaseGil release(a.size + (b ? b->size : 0));
     kernel(args, ops, n);
 }
 
-// q and k in one pass: each row's cos/sin serve the heads of both.
-void apply_qk(py::array q, py::array out_q, py::array k, py::array out_k, py::ssize_t seq_axis, bool grouped,
-              std::optional<py::array> positions, double start, py::array inv_freq,
-              std::optional<py::array> pair_axis, double scale, bool interleaved, bool inverse) {
-    const DType dt = float_dtype(q, "q");
-    Operand a = operand_of(q, out_q, dt, seq_axis, grouped, "q", "out_q");
-    Operand b = operand_of(k, out_k, dt, seq_axis, grouped, "k", "out_k");
-    if (a.x.groups() != b.x.groups() || a.x.rows() != b.x.rows())
-        throw std::invalid_argument("q and k must have the same batch and seq length");
+// Rotates x into out (out may be x), and k into out_k when given. seq_axis counts from 0; grouped: axis 0
+// is the batch that positions' second axis follows.
+void apply(py::array x, py::array out, py::ssize_t seq_axis, bool grouped, std::optional<py::array> positions,
+           double start, py::array inv_freq, std::optional<py::array> pair_axis, double scale, bool interleaved,
+           bool inverse, std::optional<py::array> k, std::optional<py::array> out_k) {
+    const DType dt = float_dtype(x, "x");
+    const Operand a = operand_of(x, out, dt, seq_axis, grouped, "x", "out");
     const RopeArgs args = args_of(a.x, positions, start, inv_freq, pair_axis, scale, interleaved, inverse);
-    if (2 * args.half > b.x.cols()) throw std::invalid_argument("rotary_dim does not fit k's head_dim");
-    rotate_pair(args, a, b, dt, out_q.size() + out_k.size());
+    rotate(args, a, second_of(a, dt, k, out_k, seq_axis, grouped, args.half), dt);
 }
 
 // A float64, C-contiguous array of exactly `shape`; ValueError naming `name` otherwise.
@@ -155,102 +157,80 @@ RopeArgs table_args(const GroupedRows& x, const py::array& cos, const py::array&
 void apply_nd(py::array x, py::array out, py::ssize_t seq_axis, bool grouped, py::array coords, py::array freqs,
               bool interleaved, bool inverse) {
     const DType dt = float_dtype(x, "x");
-    Operand a = operand_of(x, out, dt, seq_axis, grouped, "x", "out");
-    const RopeArgs args = nd_args(a.x, coords, freqs, interleaved, inverse);
-    if (a.x.empty()) return;
-    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
-    const ReleaseGil release(out.size());
-    kernel(args, &a.op, 1);
+    const Operand a = operand_of(x, out, dt, seq_axis, grouped, "x", "out");
+    rotate(nd_args(a.x, coords, freqs, interleaved, inverse), a, std::nullopt, dt);
 }
 
-// x rotated by the caller's float64 cos/sin tables [groups, rows, half], times scale.
+// x (and k when given) rotated by the caller's float64 cos/sin tables [groups, rows, half], times scale.
 void apply_tables(py::array x, py::array out, py::ssize_t seq_axis, bool grouped, py::array cos, py::array sin,
-                  double scale, bool interleaved, bool inverse) {
+                  double scale, bool interleaved, bool inverse, std::optional<py::array> k,
+                  std::optional<py::array> out_k) {
     const DType dt = float_dtype(x, "x");
-    Operand a = operand_of(x, out, dt, seq_axis, grouped, "x", "out");
+    const Operand a = operand_of(x, out, dt, seq_axis, grouped, "x", "out");
     const RopeArgs args = table_args(a.x, cos, sin, scale, interleaved, inverse);
-    if (a.x.empty()) return;
-    const auto kernel = rope_kernels().apply[static_cast<int>(dt)];
-    const ReleaseGil release(out.size());
-    kernel(args, &a.op, 1);
+    rotate(args, a, second_of(a, dt, k, out_k, seq_axis, grouped, args.half), dt);
 }
 
-// q and k by the same tables in one pass.
-void apply_tables_qk(py::array q, py::array out_q, py::array k, py::array out_k, py::ssize_t seq_axis, bool grouped,
-                     py::array cos, py::array sin, double scale, bool interleaved, bool inverse) {
-    const DType dt = float_dtype(q, "q");
-    Operand a = operand_of(q, out_q, dt, seq_axis, grouped, "q", "out_q");
-    Operand b = operand_of(k, out_k, dt, seq_axis, grouped, "k", "out_k");
-    if (a.x.groups() != b.x.groups() || a.x.rows() != b.x.rows())
-        throw std::invalid_argument("q and k must have the same batch and seq length");
-    const RopeArgs args = table_args(a.x, cos, sin, scale, interleaved, inverse);
-    if (2 * args.half > b.x.cols()) throw std::invalid_argument("the tables' pairs do not fit k's head_dim");
-    rotate_pair(args, a, b, dt, out_q.size() + out_k.size());
-}
-
-// cos/sin [rows, half] of coords [rows, axes] and freqs [axes, half], contiguous, of one dtype.
-void nd_cos_sin(py::array cos_out, py::array sin_out, py::array coords, py::array freqs) {
-    const DType dt = float_dtype(cos_out, "cos");
-    if (float_dtype(sin_out, "sin") != dt) throw py::type_error("cos and sin must have one dtype");
-    require_writeable(cos_out, "cos");
-    require_writeable(sin_out, "sin");
-    require_same_shape(cos_out, "cos", sin_out, "sin");
+// out_cos/out_sin [rows, half] of coords [rows, axes] and freqs [axes, half], contiguous, of one dtype.
+void nd_cos_sin(py::array out_cos, py::array out_sin, py::array coords, py::array freqs) {
+    const DType dt = float_dtype(out_cos, "out_cos");
+    if (float_dtype(out_sin, "out_sin") != dt) throw py::type_error("out_cos and out_sin must have one dtype");
+    require_writeable(out_cos, "out_cos");
+    require_writeable(out_sin, "out_sin");
+    require_same_shape(out_cos, "out_cos", out_sin, "out_sin");
     const std::int64_t axes = freqs.ndim() == 2 ? freqs.shape(0) : -1, half = freqs.ndim() == 2 ? freqs.shape(1) : -1;
     if (axes < 1 || half < 1) throw std::invalid_argument("freqs must be a [axes, pairs] array");
-    if (cos_out.ndim() != 2 || cos_out.shape(1) != half || !(cos_out.flags() & py::array::c_style) ||
-        !(sin_out.flags() & py::array::c_style))
-        throw std::invalid_argument("cos and sin must be C-contiguous [rows, pairs] arrays");
-    const std::int64_t rows = cos_out.shape(0);
+    if (out_cos.ndim() != 2 || out_cos.shape(1) != half || !(out_cos.flags() & py::array::c_style) ||
+        !(out_sin.flags() & py::array::c_style))
+        throw std::invalid_argument("out_cos and out_sin must be C-contiguous [rows, pairs] arrays");
+    const std::int64_t rows = out_cos.shape(0);
     RopeArgs args{1, rows, nullptr, 0.0, nullptr, half, nullptr, 1.0, false, false};
     args.freqs = float64_block(freqs, {axes, half}, "freqs");
     args.coords = float64_block(coords, {rows, axes}, "coords");
     args.axes = axes;
     if (rows == 0) return;
     const auto kernel = rope_kernels().cos_sin[static_cast<int>(dt)];
-    const ReleaseGil release(2 * cos_out.size());
-    kernel(args, cos_out.mutable_data(), sin_out.mutable_data());
+    const ReleaseGil release(2 * out_cos.size());
+    kernel(args, out_cos.mutable_data(), out_sin.mutable_data());
 }
 
-// cos/sin tables [rows, half], contiguous, of one dtype.
-void cos_sin(py::array cos_out, py::array sin_out, std::optional<py::array> positions, double start,
+// out_cos/out_sin: the cos/sin tables [rows, half], contiguous, of one dtype.
+void cos_sin(py::array out_cos, py::array out_sin, std::optional<py::array> positions, double start,
              py::array inv_freq, double scale) {
-    const DType dt = float_dtype(cos_out, "cos");
-    if (float_dtype(sin_out, "sin") != dt) throw py::type_error("cos and sin must have one dtype");
-    require_writeable(cos_out, "cos");
-    require_writeable(sin_out, "sin");
-    require_same_shape(cos_out, "cos", sin_out, "sin");
+    const DType dt = float_dtype(out_cos, "out_cos");
+    if (float_dtype(out_sin, "out_sin") != dt) throw py::type_error("out_cos and out_sin must have one dtype");
+    require_writeable(out_cos, "out_cos");
+    require_writeable(out_sin, "out_sin");
+    require_same_shape(out_cos, "out_cos", out_sin, "out_sin");
     const std::int64_t half = inv_freq.ndim() == 1 ? inv_freq.shape(0) : -1;
     const double* w = float64_vector(inv_freq, half, "inv_freq");
-    if (cos_out.ndim() != 2 || cos_out.shape(1) != half || !(cos_out.flags() & py::array::c_style) ||
-        !(sin_out.flags() & py::array::c_style))
-        throw std::invalid_argument("cos and sin must be C-contiguous [rows, len(inv_freq)] arrays");
-    const std::int64_t rows = cos_out.shape(0);
+    if (out_cos.ndim() != 2 || out_cos.shape(1) != half || !(out_cos.flags() & py::array::c_style) ||
+        !(out_sin.flags() & py::array::c_style))
+        throw std::invalid_argument("out_cos and out_sin must be C-contiguous [rows, len(inv_freq)] arrays");
+    const std::int64_t rows = out_cos.shape(0);
     const Positions p = positions_of(positions, start, rows);
     const RopeArgs args{1, rows, p.values, p.start, w, half, nullptr, scale, false, false};
     if (rows == 0 || half == 0) return;
     const auto kernel = rope_kernels().cos_sin[static_cast<int>(dt)];
-    const ReleaseGil release(2 * cos_out.size());
-    kernel(args, cos_out.mutable_data(), sin_out.mutable_data());
+    const ReleaseGil release(2 * out_cos.size());
+    kernel(args, out_cos.mutable_data(), out_sin.mutable_data());
 }
 
 }  // namespace
 
 void register_rope(py::module_& m) {
+    // One entry per angle source: k and out_k, when given, are rotated in the same pass as x.
     m.def("apply_rope", &apply, py::arg("x"), py::arg("out"), py::arg("seq_axis"), py::arg("grouped"),
           py::arg("positions"), py::arg("start"), py::arg("inv_freq"), py::arg("pair_axis"), py::arg("scale"),
-          py::arg("interleaved"), py::arg("inverse"));
-    m.def("apply_rope_qk", &apply_qk, py::arg("q"), py::arg("out_q"), py::arg("k"), py::arg("out_k"),
-          py::arg("seq_axis"), py::arg("grouped"), py::arg("positions"), py::arg("start"), py::arg("inv_freq"),
-          py::arg("pair_axis"), py::arg("scale"), py::arg("interleaved"), py::arg("inverse"));
+          py::arg("interleaved"), py::arg("inverse"), py::arg("k") = py::none(), py::arg("out_k") = py::none());
     m.def("apply_rope_nd", &apply_nd, py::arg("x"), py::arg("out"), py::arg("seq_axis"), py::arg("grouped"),
           py::arg("coords"), py::arg("freqs"), py::arg("interleaved"), py::arg("inverse"));
     m.def("apply_rope_tables", &apply_tables, py::arg("x"), py::arg("out"), py::arg("seq_axis"), py::arg("grouped"),
-          py::arg("cos"), py::arg("sin"), py::arg("scale"), py::arg("interleaved"), py::arg("inverse"));
-    m.def("apply_rope_tables_qk", &apply_tables_qk, py::arg("q"), py::arg("out_q"), py::arg("k"), py::arg("out_k"),
-          py::arg("seq_axis"), py::arg("grouped"), py::arg("cos"), py::arg("sin"), py::arg("scale"),
-          py::arg("interleaved"), py::arg("inverse"));
-    m.def("rope_nd_cos_sin", &nd_cos_sin, py::arg("cos"), py::arg("sin"), py::arg("coords"), py::arg("freqs"));
-    m.def("rope_cos_sin", &cos_sin, py::arg("cos"), py::arg("sin"), py::arg("positions"), py::arg("start"),
+          py::arg("cos"), py::arg("sin"), py::arg("scale"), py::arg("interleaved"), py::arg("inverse"),
+          py::arg("k") = py::none(), py::arg("out_k") = py::none());
+    m.def("rope_nd_cos_sin", &nd_cos_sin, py::arg("out_cos"), py::arg("out_sin"), py::arg("coords"),
+          py::arg("freqs"));
+    m.def("rope_cos_sin", &cos_sin, py::arg("out_cos"), py::arg("out_sin"), py::arg("positions"), py::arg("start"),
           py::arg("inv_freq"), py::arg("scale"));
 }
 
