@@ -28,6 +28,7 @@ Families are functions ``(quick, dtype, torch) -> [Case, ...]`` in FAMILIES.
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
@@ -270,11 +271,11 @@ def diffusers_flux_rope(torch: Any) -> Tuple[Callable[[Any], Any], Callable[...,
     use_real_unbind_dim=-1)``: the library's own functions when diffusers is installed, else the same
     code written out (diffusers 0.3x: float32 ids, float64 angles on CPU, float32 cos/sin)."""
     try:
-        from diffusers.models.embeddings import apply_rotary_emb
-        from diffusers.models.transformers.transformer_flux import FluxPosEmbed
-
-        flux: Callable[[Any], Any] = FluxPosEmbed(10000, [16, 56, 56])
-        rotary: Callable[..., Any] = apply_rotary_emb
+        # By module name: diffusers is an optional peer, which a type checker may not have.
+        embeddings = importlib.import_module("diffusers.models.embeddings")
+        transformer_flux = importlib.import_module("diffusers.models.transformers.transformer_flux")
+        flux: Callable[[Any], Any] = transformer_flux.FluxPosEmbed(10000, [16, 56, 56])
+        rotary: Callable[..., Any] = embeddings.apply_rotary_emb
         return flux, lambda x, cos, sin: rotary(x, (cos, sin), use_real=True, use_real_unbind_dim=-1)
     except Exception:  # noqa: BLE001 - diffusers absent or changed: its formulation, written out
         def embed(ids: Any) -> Any:
