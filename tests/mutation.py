@@ -103,9 +103,10 @@ def called_by_executors() -> Dict[str, List[str]]:
 
 
 def family_tests(family: str, families: List[str]) -> List[str]:
-    """``tests/test_<family>.py`` and ``tests/test_<family>_*.py``, minus those of a longer family name."""
+    """``tests/test_<family>.py`` and ``tests/test_<family>_*.py``, minus those of a longer family name,
+    smallest first: a mutant's run stops at its first failing test, and the tests before it all pass."""
     longer = [f for f in families if f != family and f.startswith(family + "_")]
-    modules = [p for p in sorted(HERE.glob(f"test_{family}*.py"))
+    modules = [p for p in sorted(HERE.glob(f"test_{family}*.py"), key=lambda p: (p.stat().st_size, p.name))
                if p.stem == f"test_{family}" or p.stem.startswith(f"test_{family}_")]
     return [f"tests/{p.name}" for p in modules
             if not any(p.stem == f"test_{f}" or p.stem.startswith(f"test_{f}_") for f in longer)]
