@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pytest
 
 import posenc
 
-from helpers import run_python
+from helpers import python, run_python
 
 
 def test_out_with_a_zero_stride_is_refused(backend):
@@ -187,3 +189,19 @@ def test_a_bfloat16_tensor_without_ml_dtypes_names_the_missing_extra():
             print(exc)
         """)
     assert r.returncode == 0 and "x is a torch.bfloat16 tensor" in r.stdout and "posenc[bfloat16]" in r.stdout, r
+
+
+def test_posenc_imports_and_works_without_docstrings():
+    # Under python -OO every docstring is None: the shared-description fillers of _relative
+    # called None.replace and `import posenc` raised AttributeError.
+    r = python("-OO", "-c", textwrap.dedent("""
+        import importlib.util, inspect
+        import numpy as np, posenc, posenc.reference
+        assert posenc.t5_buckets(2, 3, offset=1).tolist() == [[1, 0, 17], [2, 1, 0]]
+        assert posenc.add_sinusoidal(np.zeros((2, 4), np.float32)).shape == (2, 4)
+        if importlib.util.find_spec("dask") is not None:
+            import posenc.dask
+            assert "offset" in inspect.signature(posenc.dask.add_sinusoidal).parameters
+        print("imported")
+        """))
+    assert r.returncode == 0 and r.stdout.strip() == "imported", r.stderr

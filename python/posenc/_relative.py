@@ -112,7 +112,9 @@ _SHARED_DOCS_WITH_ARGUMENTS = [
 
 
 def _shared_doc(func: Any) -> Any:
-    """Fill the shared parameter descriptions into ``func``'s docstring."""
+    """Fill the shared parameter descriptions into ``func``'s docstring (none under ``python -OO``)."""
+    if func.__doc__ is None:
+        return func
     for placeholder, text in _SHARED_DOCS.items():
         func.__doc__ = func.__doc__.replace(placeholder, text)
     for pattern, text in _SHARED_DOCS_WITH_ARGUMENTS:
