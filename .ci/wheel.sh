@@ -21,7 +21,7 @@ rm -rf dist wheelhouse
 ls -l dist
 tar -tzf dist/posenc-*.tar.gz > "dist/sdist-files.txt"  # (not piped into grep -q: SIGPIPE under pipefail)
 for f in cpp/src/sinusoidal.cpp CMakeLists.txt cpp/CMakeLists.txt python/posenc/_native.pyi python/posenc/py.typed; do
-  grep -q "/$f\$" dist/sdist-files.txt || { echo "the sdist lacks $f"; exit 1; }
+  grep -q "^[^/]*/$f\$" dist/sdist-files.txt || { echo "the sdist lacks $f"; exit 1; }
 done
 
 echo "--- auditwheel: bundle the OpenMP runtime, tag manylinux"
