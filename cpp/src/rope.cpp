@@ -85,25 +85,25 @@ struct FloatTables {
 
 inline FloatTables float_tables(const double* __restrict c, const double* __restrict s, std::int64_t n,
                                 float* __restrict c32, float* __restrict s32) {
-    double m = 0.0;
-    bool finite = true;
+    double m = 0.0, total = 0.0;  // the largest magnitude, and a sum that a NaN or infinity spoils
+#pragma omp simd reduction(max : m) reduction(+ : total)
     for (std::int64_t k = 0; k < n; ++k) {
         c32[k] = static_cast<float>(c[k]);
         s32[k] = static_cast<float>(s[k]);
         const double a = std::fabs(c[k]) > std::fabs(s[k]) ? std::fabs(c[k]) : std::fabs(s[k]);
         m = a > m ? a : m;
-        finite = finite && std::fabs(c[k]) <= 0x1p1000 && std::fabs(s[k]) <= 0x1p1000;  // NaN fails
+        total += a;
     }
-    if (!finite || m < 0x1p-100 || m > 0x1p100) return {c32, s32, 0.0f, 0.0f};
+    if (!(total < 0x1p1000) || m < 0x1p-100 || m > 0x1p100) return {c32, s32, 0.0f, 0.0f};
     return {c32, s32, static_cast<float>(0x1p-22 * (1 + 0x1p-8) * m), static_cast<float>(0x1p126 / m)};
 }
 
 #if POSENC_HAVE_LANES
 // The rotation's e (see FloatTables) for inputs with |u| + |v| = a, and
-// nonzero when some lane's a is out of FloatTables' range.
-POSENC_BLOCK_INLINE FullFloats error_bound(FullFloats a, const FloatTables& f, unsigned& out_of_range) {
-    out_of_range = not_below(a, splat(f.limit));
-    return fused_add(a, splat(f.bound), min_lanes(a, splat(0x1p-100f)));
+// nonzero when some lane's a is not below FloatTables' limit.
+POSENC_BLOCK_INLINE FullFloats error_bound(FullFloats a, FullFloats bound, FullFloats limit, unsigned& out_of_range) {
+    out_of_range = not_below(a, limit);
+    return fused_add(a, bound, min_lanes(a, splat(0x1p-100f)));
 }
 
 // The leading whole vectors of a contiguous float16/bfloat16 row, rotated in
@@ -122,15 +122,19 @@ POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __
     if (kHalf > 0) half = kHalf;
     constexpr int kN = kFullLanes;  // 16 on AVX-512 (in 512-bit registers, as the doubles are), else 8
     using D = Doubles<kN>;
+    // Locals, which stores to o cannot change: kept in registers.
+    const float* __restrict c32 = f.c;
+    const float* __restrict s32 = f.s;
+    const FullFloats bound = splat(f.bound), limit = splat(f.limit);
     std::int64_t j = 0;
     if (kInterleaved) {  // x·c + swap(x)·s, kN features (kN / 2 pairs) at a time
         for (; j + kN <= 2 * half; j += kN) {
             const FullFloats xf = widen_full(x + j);
             if constexpr (kFloat32First<T>) {
-                const FullFloats r = fused_add(xf, load_full(f.c + k + j), swap_pairs(xf) * load_full(f.s + k + j));
+                const FullFloats r = fused_add(xf, load_full(c32 + k + j), swap_pairs(xf) * load_full(s32 + k + j));
                 const FullFloats mag = magnitude(xf);
                 unsigned bad;
-                const FullFloats e = error_bound(mag + swap_pairs(mag), f, bad);
+                const FullFloats e = error_bound(mag + swap_pairs(mag), bound, limit, bad);
                 Rounded rr;
                 if (!(bad | round_checked(r, e, rr))) {
                     store_rounded(o + j, rr);
@@ -147,10 +151,10 @@ POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __
     for (; j + kN <= half; j += kN) {  // (u·c − v·s, v·c + u·s), kN pairs at a time
         const FullFloats uf = widen_full(x + j), vf = widen_full(x + half + j);
         if constexpr (kFloat32First<T>) {
-            const FullFloats cf = load_full(f.c + k + j), sf = load_full(f.s + k + j);
+            const FullFloats cf = load_full(c32 + k + j), sf = load_full(s32 + k + j);
             const FullFloats ru = fused_sub(uf, cf, vf * sf), rv = fused_add(vf, cf, uf * sf);
             unsigned bad;
-            const FullFloats e = error_bound(magnitude(uf) + magnitude(vf), f, bad);
+            const FullFloats e = error_bound(magnitude(uf) + magnitude(vf), bound, limit, bad);
             Rounded ou, ov;
             if (!(bad | round_checked(ru, e, ou) | round_checked(rv, e, ov))) {
                 store_rounded(o + j, o + half + j, ou, ov);
