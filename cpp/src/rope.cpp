@@ -11,12 +11,15 @@
 // multi-axis coordinates (θ_j = Σ_a coords[a]·freqs[a, j], summed in float64
 // in axis order). Caller tables (float64 cos/sin) replace the trigonometry.
 //
-// Precision: float64, float16 and bfloat16 data rotate in float64 and are
-// rounded once (u·c fused with the rounded product v·s on the AVX2/AVX-512
-// paths). float16/bfloat16 rows go whole vectors at a time through registers
-// (widened, rotated, rounded to odd then to nearest: lanes.hpp): the same
+// Precision: float64, float16 and bfloat16 results are the float64 rotation
+// (u·c fused with the rounded product v·s on the AVX2/AVX-512 paths) rounded
+// once. float16/bfloat16 rows go whole vectors at a time through registers
+// (widened, rotated, rounded to odd then to nearest: lanes.hpp), the same
 // double and the same rounding as the element-wise rest of a row, so the
-// same bits. float32 data rotate in float32, with cos/sin rounded to
+// same bits. bfloat16 vectors first rotate in float32 and keep that result
+// where a rigorous error bound shows it rounds as the float64 rotation
+// (rounds_alike.hpp, FloatTables below); the others take the float64 route.
+// float32 data rotate in float32, with cos/sin rounded to
 // float32 once: each output is u·c − v·s where c and s carry one rounding
 // each (relative 2^-24), the products one each (one of them fused into an FMA
 // on the AVX2/AVX-512 paths) and the difference one, so the error is below
@@ -29,14 +32,13 @@
 // Speed, measured on one thread (FLUX-like [1, 4096, 24, 128] in place, the
 // AVX-512 path, against a read-modify-write pass of the same buffer): float32
 // reaches ~0.8 of the pass with the page-ahead prefetch of rotate_block.
-// float16/bfloat16 do not wait on memory but on their float64 arithmetic:
-// ~0.5 (float16) and ~0.7 (bfloat16) ns per element whether the buffer fits
-// in L2 or not, 4-5x the pass. rotate_lanes issues ~34 vector operations per
-// 16 elements (widen, two float -> double conversions, swap, multiply, FMA,
-// round to odd, narrow), nearly all 512-bit, which only two ports execute;
-// memory speed needs about half as many, i.e. another arithmetic (one idea,
-// not done: rotate in float32 and fall back to float64 for the vectors
-// whose error bound straddles a rounding boundary of the narrow format).
+// float16/bfloat16 do not wait on memory but on arithmetic. The float64
+// rotation (widen, two float -> double conversions, swap, multiply, FMA,
+// round to odd, narrow) issues ~34 vector operations per 16 elements, nearly
+// all 512-bit, which only two ports execute: 4-5x the pass. bfloat16's
+// float32 rotation and its check take ~16 per 16 elements, the check's sum
+// being the rounded result itself; ~2% of its vectors fall back on Gaussian
+// data.
 #include "posenc/vector_width_256.hpp"
 #include "posenc/rope.hpp"
 
