@@ -9,9 +9,10 @@
 // dozen per vector of doubles. A lane where the check fails (F within e of a
 // halfway point: for rope.cpp's rotation about 0.15% of pairs of Gaussian
 // data, more where the result cancels) sends its whole vector back to
-// float64. float16, whose halfway points are 8x denser, is not done this way
-// (rope.cpp says why). Vectors of the path's widest floats (lanes.hpp's
-// kFullLanes: 16 on AVX-512, 8 on AVX2).
+// float64. Used by the rotation (rope.cpp) and the sum scale·x + PE
+// (sinusoidal.cpp), each with its own bound. float16, whose halfway points
+// are 8x denser, is not done this way (rope.cpp says why). Vectors of the
+// path's widest floats (lanes.hpp's kFullLanes: 16 on AVX-512, 8 on AVX2).
 #pragma once
 
 #include "posenc/lanes.hpp"
