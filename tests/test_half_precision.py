@@ -232,32 +232,33 @@ def test_rotation_where_float32_rounds_otherwise(path: str, dtype: Any, interlea
     same_bits(posenc.apply_rope(x, cos=cos, sin=sin, interleaved=interleaved), round_once(expected, dtype))
 
 
-@pytest.mark.skipif(BFLOAT16 is None, reason="bfloat16 needs ml_dtypes")
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("interleaved", [True, False], ids=["interleaved", "split"])
 @pytest.mark.parametrize("scale", [1.0, 1.1, 32.0])
-def test_sum_where_float32_rounds_otherwise(path: str, interleaved: bool, scale: float) -> None:
-    """bfloat16 add_sinusoidal sums in float32 first and keeps that result only where it provably
-    rounds as the float64 sum does (sinusoidal.cpp, rounds_alike.hpp). The float32 sum errs mostly
-    by the encoding's own rounding to float, so here x puts each sum just off a halfway point of
-    bfloat16, on the other side from that error, wherever the encoding value lies close enough to
-    one: those sums must come out as the float64 sum rounded once, i.e. from the fallback. (Other
-    elements are 0.) Fails when the check is dropped or its error bound is 8 times too small."""
+def test_sum_where_float32_rounds_otherwise(path: str, dtype: Any, interleaved: bool, scale: float) -> None:
+    """float16/bfloat16 add_sinusoidal sums in float32 first and keeps that result only where it
+    provably rounds as the float64 sum does (sinusoidal.cpp, rounds_alike.hpp). The float32 sum
+    errs mostly by the encoding's own rounding to float, so here x puts each sum just off a
+    halfway point of the format, on the other side from that error, wherever the encoding value
+    lies close enough to one: those sums must come out as the float64 sum rounded once, i.e. from
+    the fallback. (Other elements are 0.) Fails when the check is dropped or its error bound is 8
+    times too small."""
+    bits = 11 if np.dtype(dtype) == np.float16 else 8
     seq, dim = 2048, 64
     pe = posenc.sinusoidal(np.arange(seq), dim, interleaved=interleaved, dtype=np.float64)
     with np.errstate(divide="ignore"):
-        mantissa, exponent = np.frexp(pe)
-    step = np.ldexp(1.0, exponent - 8)  # bfloat16's spacing at each value
+        step = np.ldexp(1.0, np.frexp(pe)[1] - bits)  # the format's spacing at each value
     halfway = (np.floor(pe / step) + 0.5) * step
     x = np.zeros((1, seq, dim))
-    near = np.abs(halfway - pe) < 2.0**-14 * np.abs(pe)
-    x[0][near] = ((halfway - pe)[near] / scale).astype(BFLOAT16).astype(np.float64)
+    near = (np.abs(halfway - pe) < 2.0 ** (-6 - bits) * np.abs(pe)) & (np.abs(pe) >= 2.0**-14)  # normal values
+    x[0][near] = ((halfway - pe)[near] / scale).astype(dtype).astype(np.float64)
     exact = x * scale + pe
     w, s32 = pe.astype(np.float32).astype(np.float64), float(np.float32(scale))
     f32 = (x * s32 + w).astype(np.float32).astype(np.float64)
-    differ = _round_normal(f32, 8) != _round_normal(exact, 8)
+    differ = _round_normal(f32, bits) != _round_normal(exact, bits)
     assert differ.sum() >= 16, differ.sum()  # enough sums that float32 rounds otherwise
-    got = posenc.add_sinusoidal(x.astype(BFLOAT16), scale=scale, interleaved=interleaved)
-    same_bits(got, _round_normal(exact, 8).astype(BFLOAT16))
+    got = posenc.add_sinusoidal(x.astype(dtype), scale=scale, interleaved=interleaved)
+    same_bits(got, round_once(exact, dtype) if bits == 11 else _round_normal(exact, bits).astype(dtype))
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)

@@ -1,6 +1,6 @@
-// posenc/rounds_alike.hpp — bfloat16 results computed in float32, kept where provably exact.
+// posenc/rounds_alike.hpp — float16/bfloat16 results computed in float32, kept where provably exact.
 //
-// A bfloat16 result is its float64 evaluation V rounded once (convert.hpp).
+// A float16/bfloat16 result is its float64 evaluation V rounded once (convert.hpp).
 // Let F be a float32 evaluation of the same expression and e a bound such
 // that F − e and F + e, as computed in float, still enclose V and F strictly.
 // Where those two round alike, F rounds as V does: rounding to nearest is
@@ -10,9 +10,9 @@
 // halfway point: for rope.cpp's rotation about 0.15% of pairs of Gaussian
 // data, more where the result cancels) sends its whole vector back to
 // float64. Used by the rotation (rope.cpp) and the sum scale·x + PE
-// (sinusoidal.cpp), each with its own bound. float16, whose halfway points
-// are 8x denser, is not done this way (rope.cpp says why). Vectors of the
-// path's widest floats (lanes.hpp's kFullLanes: 16 on AVX-512, 8 on AVX2).
+// (sinusoidal.cpp), each with its own bound; float16's halfway points are 8x
+// denser, and its rotation stays in float64 (rope.cpp says why). Vectors of
+// the path's widest floats (lanes.hpp's kFullLanes: 16 on AVX-512, 8 on AVX2).
 #pragma once
 
 #include "posenc/lanes.hpp"
@@ -23,7 +23,8 @@ POSENC_BEGIN_TARGET
 
 #if defined(__AVX512F__)
 using FullFloats = __m512;
-using Rounded = __m512i;  // sixteen 32-bit lanes whose high halves are bfloat16 values
+using Rounded = __m512i;    // sixteen 32-bit lanes whose high halves are bfloat16 values
+using Rounded16 = __m256i;  // sixteen float16 values
 POSENC_LANES_INLINE __m512 load_full(const float* p) { return _mm512_loadu_ps(p); }
 POSENC_LANES_INLINE __m512 splat(float v) { return _mm512_set1_ps(v); }
 POSENC_LANES_INLINE __m512 fused_add(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
@@ -46,6 +47,15 @@ POSENC_LANES_INLINE unsigned round_checked(__m512 r, __m512 e, __m512i& out) {
     out = _mm512_add_epi32(_mm512_castps_si512(r + e), half);
     return _mm512_test_epi32_mask(_mm512_xor_si512(lo, out), _mm512_set1_epi32(~0xffff));
 }
+// The same for float16 (Rounded16: the float16 values themselves): where
+// r − e and r + e convert (F16C, to nearest even) to the same values, those
+// are r rounded.
+POSENC_LANES_INLINE unsigned round_checked(__m512 r, __m512 e, __m256i& out) {
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    out = _mm512_cvtps_ph(r + e, kNearest);
+    return _mm256_cmpneq_epi16_mask(_mm512_cvtps_ph(r - e, kNearest), out);
+}
+POSENC_LANES_INLINE void store_rounded(half_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
 POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, __m512i v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
 }
@@ -60,6 +70,7 @@ POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, bfloat16_t* q, __m512i a, 
 #else
 using FullFloats = __m256;
 using Rounded = __m256i;
+using Rounded16 = __m128i;
 POSENC_LANES_INLINE __m256 load_full(const float* p) { return _mm256_loadu_ps(p); }
 POSENC_LANES_INLINE __m256 splat(float v) { return _mm256_set1_ps(v); }
 POSENC_LANES_INLINE __m256 fused_add(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
@@ -80,6 +91,13 @@ POSENC_LANES_INLINE unsigned round_checked(__m256 r, __m256 e, __m256i& out) {
     const __m256i same = _mm256_cmpeq_epi32(high, _mm256_setzero_si256());
     return static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(same))) ^ 0xffu;
 }
+POSENC_LANES_INLINE unsigned round_checked(__m256 r, __m256 e, __m128i& out) {
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    out = _mm256_cvtps_ph(r + e, kNearest);
+    const __m128i same = _mm_cmpeq_epi16(_mm256_cvtps_ph(r - e, kNearest), out);
+    return static_cast<unsigned>(_mm_movemask_epi8(same)) ^ 0xffffu;
+}
+POSENC_LANES_INLINE void store_rounded(half_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
 POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, __m256i v) {
     const __m256i high = _mm256_srli_epi32(v, 16);  // eight values below 2^16, packed in order
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
@@ -90,6 +108,11 @@ POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, bfloat16_t* q, __m256i a, 
     store_rounded(q, b);
 }
 #endif
+
+// The rounded lanes of one FullFloats as round_checked leaves them, per format.
+template <class T> struct RoundedOf { using type = Rounded; };
+template <> struct RoundedOf<half_t> { using type = Rounded16; };
+template <class T> using RoundedLanes = typename RoundedOf<T>::type;
 
 #endif
 
