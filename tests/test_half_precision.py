@@ -19,6 +19,7 @@ exact rounding computed here in Python integers.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Iterator
 
@@ -162,6 +163,102 @@ def test_in_place_and_strided_rows(path: str, dtype: Any) -> None:
     expected = round_once(dense.astype(np.float64) + rows.astype(np.float64), dtype)
     native.toeplitz_add(dense, dense, lut)
     same_bits(dense, expected)
+
+
+def _round_normal(values: np.ndarray, bits: int) -> np.ndarray:
+    """Normal-range doubles rounded to `bits` significant bits, ties to even (vectorised)."""
+    mantissa, exponent = np.frexp(values)
+    return np.ldexp(np.round(mantissa * 2.0**bits) / 2.0**bits, exponent)
+
+
+@functools.lru_cache(maxsize=None)
+def _float32_rounding_cases(name: str) -> tuple[np.ndarray, ...]:
+    """Rotation pairs (u, v, cos c, sin s) in `name` (float16/bfloat16) whose float32 rotation,
+    simulated here, rounds to another value than the float64 one, found among millions of random
+    pairs and angles (cos/sin scaled by 1.25 like an attention scaling, and just short of halfway
+    between floats on the sides that make the float32 errors add up: the largest errors it can
+    have); and pairs whose float32 results are far from any rounding boundary. Returns
+    u, v, c, s, the indices of the first kind, the indices of the second."""
+    rng = np.random.default_rng(12)
+    bits = 11 if name == "float16" else 8
+    n = 1 << (20 if bits == 11 else 22)
+    u, v = (rng.standard_normal((2, n)) * 4).astype(name if bits == 11 else BFLOAT16).astype(np.float64)
+    theta = rng.uniform(0.0, 2 * np.pi, n)
+    c32 = (1.25 * np.cos(theta)).astype(np.float32).astype(np.float64)
+    s32 = (1.25 * np.sin(theta)).astype(np.float32).astype(np.float64)
+    # u·c − v·s in float32 errs by u·(c32 − c) − v·(s32 − s) plus its roundings.
+    side = rng.choice([-1.0, 1.0], n)
+    c = c32 - side * np.sign(u) * 0.499 * np.spacing(c32.astype(np.float32)).astype(np.float64)
+    s = s32 + side * np.sign(v) * 0.499 * np.spacing(s32.astype(np.float32)).astype(np.float64)
+    exact = (u * c - v * s, v * c + u * s)
+    f32 = ((u * c32 - (v * s32).astype(np.float32)).astype(np.float32).astype(np.float64),
+           (v * c32 + (u * s32).astype(np.float32)).astype(np.float32).astype(np.float64))
+    normal = np.minimum(np.abs(exact[0]), np.abs(exact[1])) > 2.0**-12
+    differ = normal & ((_round_normal(f32[0], bits) != _round_normal(exact[0], bits))
+                       | (_round_normal(f32[1], bits) != _round_normal(exact[1], bits)))
+    far = normal & ~differ
+    for f in f32:
+        far &= np.abs(np.frexp(f)[0] * 2.0**bits % 1.0 - 0.5) > 0.05
+    return u, v, c, s, np.flatnonzero(differ), np.flatnonzero(far)
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("interleaved", [False, True], ids=["neox", "gptj"])
+@pytest.mark.parametrize("half", [64, 24])
+def test_rotation_where_float32_rounds_otherwise(path: str, dtype: Any, interleaved: bool, half: int) -> None:
+    """float16/bfloat16 rows rotate in float32 first and keep that result only where it provably
+    rounds as the float64 rotation does (rope.cpp, rounds_alike.hpp). One pair in every 8 here is
+    one whose float32 rotation rounds otherwise (_float32_rounding_cases): each must come out as
+    the float64 rotation rounded once, i.e. from the fallback. One per 8 (an AVX2 vector, half an
+    AVX-512 one): a vector keeps its float32 result only if no lane fails the check, so such a pair
+    next to another would hide it. Fails when the check is dropped or its error bound is 8 times
+    too small."""
+    rng = np.random.default_rng(13)
+    u, v, c, s, picked, far = _float32_rounding_cases(np.dtype(dtype).name)
+    assert picked.size >= 16, picked.size  # the search finds enough pairs to test
+    rows = -(-picked.size * 8 // half)
+    slots = rng.choice(far, rows * half)
+    groups = np.arange(0, rows * half - 7, 8)[: picked.size]
+    slots[groups + rng.integers(0, 8, groups.size)] = picked[: groups.size]
+    cos, sin = c[slots].reshape(rows, half), s[slots].reshape(rows, half)
+    pu, pv = u[slots].reshape(1, rows, 1, half), v[slots].reshape(1, rows, 1, half)
+    first, second = (slice(0, None, 2), slice(1, None, 2)) if interleaved else (slice(0, half), slice(half, None))
+    x64 = np.empty((1, rows, 1, 2 * half))
+    x64[..., first], x64[..., second] = pu, pv
+    expected = np.empty_like(x64)
+    expected[..., first] = pu * cos[None, :, None] - pv * sin[None, :, None]
+    expected[..., second] = pv * cos[None, :, None] + pu * sin[None, :, None]
+    x = x64.astype(dtype)
+    same_bits(posenc.apply_rope(x, cos=cos, sin=sin, interleaved=interleaved), round_once(expected, dtype))
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("interleaved", [True, False], ids=["interleaved", "split"])
+@pytest.mark.parametrize("scale", [1.0, 1.1, 32.0])
+def test_sum_where_float32_rounds_otherwise(path: str, dtype: Any, interleaved: bool, scale: float) -> None:
+    """float16/bfloat16 add_sinusoidal sums in float32 first and keeps that result only where it
+    provably rounds as the float64 sum does (sinusoidal.cpp, rounds_alike.hpp). The float32 sum
+    errs mostly by the encoding's own rounding to float, so here x puts each sum just off a
+    halfway point of the format, on the other side from that error, wherever the encoding value
+    lies close enough to one: those sums must come out as the float64 sum rounded once, i.e. from
+    the fallback. (Other elements are 0.) Fails when the check is dropped or its error bound is 8
+    times too small."""
+    bits = 11 if np.dtype(dtype) == np.float16 else 8
+    seq, dim = 2048, 64
+    pe = posenc.sinusoidal(np.arange(seq), dim, interleaved=interleaved, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        step = np.ldexp(1.0, np.frexp(pe)[1] - bits)  # the format's spacing at each value
+    halfway = (np.floor(pe / step) + 0.5) * step
+    x = np.zeros((1, seq, dim))
+    near = (np.abs(halfway - pe) < 2.0 ** (-6 - bits) * np.abs(pe)) & (np.abs(pe) >= 2.0**-14)  # normal values
+    x[0][near] = ((halfway - pe)[near] / scale).astype(dtype).astype(np.float64)
+    exact = x * scale + pe
+    w, s32 = pe.astype(np.float32).astype(np.float64), float(np.float32(scale))
+    f32 = (x * s32 + w).astype(np.float32).astype(np.float64)
+    differ = _round_normal(f32, bits) != _round_normal(exact, bits)
+    assert differ.sum() >= 16, differ.sum()  # enough sums that float32 rounds otherwise
+    got = posenc.add_sinusoidal(x.astype(dtype), scale=scale, interleaved=interleaved)
+    same_bits(got, round_once(exact, dtype) if bits == 11 else _round_normal(exact, bits).astype(dtype))
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)

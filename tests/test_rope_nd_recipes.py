@@ -731,6 +731,8 @@ def spec_rope_grid_coords() -> Spec:
     s.same("ref_shape-int-scalar", clean={"ref_shape": (8.0, 8.0)}, ref_shape=8)
     s.same("ref_shape-numpy", clean={"ref_shape": (8, 12)}, ref_shape=np.array([8, 12]))
     s.raises("ref_shape-with-normalize", ValueError, "ref_shape", ref_shape=(8, 8), normalize="max")
+    s.raises("ref_shape-overflowing", ValueError, "ref_shape", ref_shape=(1e308, 16))  # coordinates past float64
+    s.raises("offset-overflowing-normalized", ValueError, "offset", offset=1e308, normalize="separate")
     # normalize: one of the names
     for id, v in [("unknown", "centered"), ("upper", "MAX"), ("bool", True), ("int", 1)]:
         s.raises(f"normalize-{id}", ValueError, "normalize", normalize=v)

@@ -11,12 +11,15 @@
 // multi-axis coordinates (θ_j = Σ_a coords[a]·freqs[a, j], summed in float64
 // in axis order). Caller tables (float64 cos/sin) replace the trigonometry.
 //
-// Precision: float64, float16 and bfloat16 data rotate in float64 and are
-// rounded once (u·c fused with the rounded product v·s on the AVX2/AVX-512
-// paths). float16/bfloat16 rows go whole vectors at a time through registers
-// (widened, rotated, rounded to odd then to nearest: lanes.hpp): the same
+// Precision: float64, float16 and bfloat16 results are the float64 rotation
+// (u·c fused with the rounded product v·s on the AVX2/AVX-512 paths) rounded
+// once. float16/bfloat16 rows go whole vectors at a time through registers
+// (widened, rotated, rounded to odd then to nearest: lanes.hpp), the same
 // double and the same rounding as the element-wise rest of a row, so the
-// same bits. float32 data rotate in float32, with cos/sin rounded to
+// same bits. bfloat16 vectors first rotate in float32 and keep that result
+// where a rigorous error bound shows it rounds as the float64 rotation
+// (rounds_alike.hpp, FloatTables below); the others take the float64 route.
+// float32 data rotate in float32, with cos/sin rounded to
 // float32 once: each output is u·c − v·s where c and s carry one rounding
 // each (relative 2^-24), the products one each (one of them fused into an FMA
 // on the AVX2/AVX-512 paths) and the difference one, so the error is below
@@ -29,14 +32,13 @@
 // Speed, measured on one thread (FLUX-like [1, 4096, 24, 128] in place, the
 // AVX-512 path, against a read-modify-write pass of the same buffer): float32
 // reaches ~0.8 of the pass with the page-ahead prefetch of rotate_block.
-// float16/bfloat16 do not wait on memory but on their float64 arithmetic:
-// ~0.5 (float16) and ~0.7 (bfloat16) ns per element whether the buffer fits
-// in L2 or not, 4-5x the pass. rotate_lanes issues ~34 vector operations per
-// 16 elements (widen, two float -> double conversions, swap, multiply, FMA,
-// round to odd, narrow), nearly all 512-bit, which only two ports execute;
-// memory speed needs about half as many, i.e. another arithmetic (one idea,
-// not done: rotate in float32 and fall back to float64 for the vectors
-// whose error bound straddles a rounding boundary of the narrow format).
+// float16/bfloat16 do not wait on memory but on arithmetic. The float64
+// rotation (widen, two float -> double conversions, swap, multiply, FMA,
+// round to odd, narrow) issues ~34 vector operations per 16 elements, nearly
+// all 512-bit, which only two ports execute: 4-5x the pass. bfloat16's
+// float32 rotation and its check take ~16 per 16 elements, the check's sum
+// being the rounded result itself; ~2% of its vectors fall back on Gaussian
+// data.
 #include "posenc/vector_width_256.hpp"
 #include "posenc/rope.hpp"
 
@@ -44,6 +46,7 @@
 #include "posenc/chunks.hpp"
 #include "posenc/parallel.hpp"
 #include "posenc/prefetch.hpp"
+#include "posenc/rounds_alike.hpp"
 #include "posenc/buffer.hpp"
 
 POSENC_BEGIN_TARGET
@@ -53,36 +56,119 @@ namespace {
 template <class T> struct ComputeOf { using type = double; };
 template <> struct ComputeOf<float> { using type = float; };
 
+// float32 copies of a block's cos/sin tables (rounded once from its float64
+// ones), for the float32 rotation of bfloat16 rows, and what its
+// error bound needs. Let c, s be the float32 entries of float64 ones C, S,
+// |C|, |S| ≤ m, a = |u| + |v|, and F = u·c − fl(v·s) as rotate_lanes forms
+// it (one FMA). Then |F − V|, V the float64 rotation of the same u, v, is
+// below 3·2^-24·m·a·(1 + 2^-23) (one rounding each of c, s, v·s and F, as
+// |u| + 2|v| + a ≤ 3a) plus 2^-52·m·a for V's own roundings and 2^-149 for
+// underflow. F ± e rounded to float moves by at most 2^-24·(|F| + e), with
+// |F| ≤ m·a·(1 + 2^-20). So e = (1 + 2^-8)·2^-22·m·a + min(a, 2^-100) keeps
+// V and F strictly inside (F − e, F + e) as rounded, which is what
+// rounds_alike.hpp needs (a is 0, or at least 2^-133 for narrow inputs; zero
+// inputs, e = 0, keep F, a zero of the same sign as V). `limit` keeps a
+// where no product or sum can overflow, and is 0 (the float64 rotation
+// everywhere) for tables that are not finite or too small (m < 2^-100: a
+// float32 entry's absolute error, 2^-150 at worst, must stay below 2^-24·m).
+// Which formats rotate in float32 first (rotate_lanes): bfloat16. On
+// Gaussian data 2.4% of its 16-pair vectors fall back to float64, and the
+// rotation took 0.56-0.69x the time of float64 alone (NeoX [1, 2048, 32,
+// 128], one thread, AVX-512). float16's halfway points are 8x denser: 15%
+// fell back, and it measured 1.0-1.2x the time, so float16 rotates in float64.
+template <class T> constexpr bool kFloat32First = std::is_same<T, bfloat16_t>::value;
+
+struct FloatTables {
+    const float* c = nullptr;
+    const float* s = nullptr;
+    float bound = 0.0f;  // (1 + 2^-8)·2^-22·m
+    float limit = 0.0f;  // 2^126 / m
+};
+
+inline FloatTables float_tables(const double* __restrict c, const double* __restrict s, std::int64_t n,
+                                float* __restrict c32, float* __restrict s32) {
+    double m = 0.0, total = 0.0;  // the largest magnitude, and a sum that a NaN or infinity spoils
+#pragma omp simd reduction(max : m) reduction(+ : total)
+    for (std::int64_t k = 0; k < n; ++k) {
+        c32[k] = static_cast<float>(c[k]);
+        s32[k] = static_cast<float>(s[k]);
+        const double a = std::fabs(c[k]) > std::fabs(s[k]) ? std::fabs(c[k]) : std::fabs(s[k]);
+        m = a > m ? a : m;
+        total += a;
+    }
+    if (!(total < 0x1p1000) || m < 0x1p-100 || m > 0x1p100) return {c32, s32, 0.0f, 0.0f};
+    return {c32, s32, static_cast<float>(0x1p-22 * (1 + 0x1p-8) * m), static_cast<float>(0x1p126 / m)};
+}
+
 #if POSENC_HAVE_LANES
+// The rotation's e (see FloatTables) for inputs with |u| + |v| = a, and
+// nonzero when some lane's a is not below FloatTables' limit.
+POSENC_BLOCK_INLINE FullFloats error_bound(FullFloats a, FullFloats bound, FullFloats limit, unsigned& out_of_range) {
+    out_of_range = not_below(a, limit);
+    return fused_add(a, bound, min_lanes(a, splat(0x1p-100f)));
+}
+
 // The leading whole vectors of a contiguous float16/bfloat16 row, rotated in
-// registers: each vector of pairs is widened to double, rotated as
-// rotate_vector's loops rotate it — the same products, the first of each sum
-// fused — and rounded once (odd floats, then narrowed; lanes.hpp), with no
-// buffer in between. Returns the number of pairs done; x may be o (a
-// vector's pairs are read before they are written).
+// registers and rounded once, with no buffer in between. A bfloat16 vector
+// rotates in float32 first (f: the tables' float32 copies, from feature k on)
+// and keeps that result where it provably rounds as the float64 rotation
+// does (rounds_alike.hpp). Otherwise, and for float16, the vector is widened
+// to double, rotated as rotate_vector's loops rotate it — the same products,
+// the first of each sum fused — and rounded once (odd floats, then narrowed;
+// lanes.hpp): the same bits either way. Returns the number of pairs done; x
+// may be o (a vector's pairs are read before they are written).
 template <bool kInterleaved, std::int64_t kHalf, class T>
 POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __restrict c,
-                                              const double* __restrict s, std::int64_t half) {
+                                              const double* __restrict s, const FloatTables& f, std::int64_t k,
+                                              std::int64_t half) {
     if (kHalf > 0) half = kHalf;
     constexpr int kN = kFullLanes;  // 16 on AVX-512 (in 512-bit registers, as the doubles are), else 8
     using D = Doubles<kN>;
+    // Locals, which stores to o cannot change: kept in registers.
+    const float* __restrict c32 = f.c;
+    const float* __restrict s32 = f.s;
+    const FullFloats bound = splat(f.bound), limit = splat(f.limit);
     std::int64_t j = 0;
     if (kInterleaved) {  // x·c + swap(x)·s, kN features (kN / 2 pairs) at a time
         for (; j + kN <= 2 * half; j += kN) {
-            const D xv = to_doubles(widen_full(x + j)), cv = load_doubles<kN>(c + j), sv = load_doubles<kN>(s + j);
+            const FullFloats xf = widen_full(x + j);
+            if constexpr (kFloat32First<T>) {
+                const FullFloats r = fused_add(xf, load_full(c32 + k + j), swap_pairs(xf) * load_full(s32 + k + j));
+                const FullFloats mag = magnitude(xf);
+                unsigned bad;
+                const FullFloats e = error_bound(mag + swap_pairs(mag), bound, limit, bad);
+                Rounded rr;
+                if (!(bad | round_checked(r, e, rr))) {
+                    store_rounded(o + j, rr);
+                    continue;
+                }
+            }
+            const D xv = to_doubles(xf), cv = load_doubles<kN>(c + j), sv = load_doubles<kN>(s + j);
             D r;
-            for (int k = 0; k < D::kRegs; ++k) r.r[k] = fused_add(xv.r[k], cv.r[k], mul(swap_pairs(xv.r[k]), sv.r[k]));
+            for (int i = 0; i < D::kRegs; ++i) r.r[i] = fused_add(xv.r[i], cv.r[i], mul(swap_pairs(xv.r[i]), sv.r[i]));
             narrow_lanes(o + j, odd_lanes(r));
         }
         return j / 2;
     }
     for (; j + kN <= half; j += kN) {  // (u·c − v·s, v·c + u·s), kN pairs at a time
-        const D u = to_doubles(widen_full(x + j)), v = to_doubles(widen_full(x + half + j));
+        const FullFloats uf = widen_full(x + j), vf = widen_full(x + half + j);
+        if constexpr (kFloat32First<T>) {
+            const FullFloats cf = load_full(c32 + k + j), sf = load_full(s32 + k + j);
+            const FullFloats ru = fused_sub(uf, cf, vf * sf), rv = fused_add(vf, cf, uf * sf);
+            unsigned bad;
+            const FullFloats e = error_bound(magnitude(uf) + magnitude(vf), bound, limit, bad);
+            Rounded ou, ov;
+            if (!(bad | round_checked(ru, e, ou) | round_checked(rv, e, ov))) {
+                store_rounded(o + j, o + half + j, ou, ov);
+                continue;
+            }
+        }
+        const D u = to_doubles(uf), v = to_doubles(vf);
         const D cv = load_doubles<kN>(c + j), sv = load_doubles<kN>(s + j);
         D ru, rv;
-        for (int k = 0; k < D::kRegs; ++k) {
-            ru.r[k] = fused_sub(u.r[k], cv.r[k], mul(v.r[k], sv.r[k]));
-            rv.r[k] = fused_add(v.r[k], cv.r[k], mul(u.r[k], sv.r[k]));
+        for (int i = 0; i < D::kRegs; ++i) {
+            ru.r[i] = fused_sub(u.r[i], cv.r[i], mul(v.r[i], sv.r[i]));
+            rv.r[i] = fused_add(v.r[i], cv.r[i], mul(u.r[i], sv.r[i]));
         }
         narrow_lanes(o + j, odd_lanes(ru));
         narrow_lanes(o + half + j, odd_lanes(rv));
@@ -102,14 +188,15 @@ POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __
 // as the 4-8 vector iterations of a head.
 template <bool kInterleaved, bool kContiguous, std::int64_t kHalf, class T, class R>
 inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, const R* __restrict c,
-                          const R* __restrict s, std::int64_t half, std::int64_t cols, bool copy_tail) {
+                          const R* __restrict s, const FloatTables& f, std::int64_t k, std::int64_t half,
+                          std::int64_t cols, bool copy_tail) {
     using W = Wide<T>;
     using Res = Result<T>;
     if (kContiguous) xs = os = 1;
     if (kHalf > 0) half = kHalf;
     std::int64_t done = 0;  // pairs rotated in registers
 #if POSENC_HAVE_LANES
-    if constexpr (kNarrowFormat<T> && kContiguous) done = rotate_lanes<kInterleaved, kHalf>(x, o, c, s, half);
+    if constexpr (kNarrowFormat<T> && kContiguous) done = rotate_lanes<kInterleaved, kHalf>(x, o, c, s, f, k, half);
 #endif
     // Blocks of pairs: kBlock pairs (interleaved: 2·kBlock features).
     for_row<kDirect<T, kContiguous>>(half - done, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
@@ -158,7 +245,7 @@ inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, co
 // r − r0 holds that row's cos and sin.
 template <bool kInterleaved, bool kContiguous, std::int64_t kHalf, class T, class R>
 void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1, std::int64_t r0,
-                  std::int64_t r1, const R* ct, const R* st, std::int64_t half) {
+                  std::int64_t r1, const R* ct, const R* st, const FloatTables& f, std::int64_t half) {
     const T* x = static_cast<const T*>(op.x);
     T* o = static_cast<T*>(op.out);
     const std::int64_t* xo = op.xl.offsets + g * op.units;
@@ -173,7 +260,7 @@ void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::i
         // visits read and write (prefetch.hpp).
         if (kContiguous) prefetch_lines(reinterpret_cast<const char*>(x + xo[u] + r * xr) + kAheadBytes, bytes);
         rotate_vector<kInterleaved, kContiguous, kHalf>(x + xo[u] + r * xr, xs, o + oo[u] + r * orr, os, ct + k, st + k,
-                                                 half, op.cols, op.copy_tail);
+                                                        f, k, half, op.cols, op.copy_tail);
     };
     // Walk memory in the order it is laid out: [seq, heads] rows first,
     // [heads, seq] units first.
@@ -188,19 +275,19 @@ void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::i
 
 template <class T, class R>
 void rotate_units(const RopeArgs& a, const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1,
-                  std::int64_t r0, std::int64_t r1, const R* ct, const R* st) {
+                  std::int64_t r0, std::int64_t r1, const R* ct, const R* st, const FloatTables& f) {
     const bool contiguous = op.xl.col_stride == 1 && op.ol.col_stride == 1;
     const std::int64_t h = a.half;
     if (a.interleaved) {
-        if (!contiguous) rotate_block<true, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, h);
-        else if (h == 64) rotate_block<true, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, h);
-        else if (h == 32) rotate_block<true, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, h);
-        else rotate_block<true, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        if (!contiguous) rotate_block<true, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
+        else if (h == 64) rotate_block<true, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
+        else if (h == 32) rotate_block<true, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
+        else rotate_block<true, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
     } else {
-        if (!contiguous) rotate_block<false, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, h);
-        else if (h == 64) rotate_block<false, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, h);
-        else if (h == 32) rotate_block<false, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, h);
-        else rotate_block<false, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, h);
+        if (!contiguous) rotate_block<false, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
+        else if (h == 64) rotate_block<false, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
+        else if (h == 32) rotate_block<false, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
+        else rotate_block<false, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
     }
 }
 
@@ -357,10 +444,10 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     threads = threads < items ? threads : static_cast<int>(items);
 
     // Per thread: the block's cos and sin tables (R ≤ double each, rows of
-    // 2·half when interleaved) and three float64 rows; plus the
-    // one-position step shared by all.
+    // 2·half when interleaved), their float32 copies (float16/bfloat16) and
+    // three float64 rows; plus the one-position step shared by all.
     const std::int64_t table = kAnchorRows * 2 * half;
-    const std::int64_t per_thread = 2 * table + 3 * half;
+    const std::int64_t per_thread = 3 * table + 3 * half;
     const std::int64_t steps = a.coords ? 2 * (a.freq_heads > 0 ? a.freq_heads : 1) * a.axes * half
                                         : 2 * half;  // the angle steps, shared by all
     Scratch scratch(steps + per_thread * threads);
@@ -376,7 +463,15 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
         double* mine = scratch.data() + steps + per_thread * t;
         R* ct = reinterpret_cast<R*>(mine);
         R* st = ct + table;  // packed: both tables share as few cache lines as possible
-        const RowScratch w{mine + 2 * table, mine + 2 * table + half, mine + 2 * table + 2 * half};
+        float* c32 = reinterpret_cast<float*>(mine + 2 * table);
+        float* s32 = c32 + table;
+        const RowScratch w{mine + 3 * table, mine + 3 * table + half, mine + 3 * table + 2 * half};
+        // Rows [r0, r1) of the tables (for one head's frequencies, or all heads').
+        auto tables = [&](std::int64_t g, std::int64_t r0, std::int64_t r1, std::int64_t head) {
+            block_table(a, step, g, r0, r1, w, ct, st, head);
+            if constexpr (!kFloat32First<T>) return FloatTables{};
+            else return float_tables(ct, st, (r1 - r0) * (a.interleaved ? 2 * half : half), c32, s32);
+        };
         for (;;) {
             std::int64_t item;
 #pragma omp atomic capture
@@ -388,17 +483,17 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
             const std::int64_t u0 = units * slice / slices, u1 = units * (slice + 1) / slices;
             if (a.freq_heads > 0) {  // per-head frequencies (one operand): a table per unit
                 for (std::int64_t u = u0; u < u1; ++u) {
-                    block_table(a, step, g, r0, r1, w, ct, st, u % a.freq_heads);
-                    rotate_units<T>(a, ops[0], g, u, u + 1, r0, r1, ct, st);
+                    const FloatTables f = tables(g, r0, r1, u % a.freq_heads);
+                    rotate_units<T>(a, ops[0], g, u, u + 1, r0, r1, ct, st, f);
                 }
                 continue;
             }
-            block_table(a, step, g, r0, r1, w, ct, st);
+            const FloatTables f = tables(g, r0, r1, 0);
             std::int64_t first = 0;  // operand i holds units [first, first + units_i)
             for (int i = 0; i < n_ops; ++i) {
                 const std::int64_t lo = u0 > first ? u0 - first : 0;
                 const std::int64_t hi = u1 - first < ops[i].units ? u1 - first : ops[i].units;
-                if (lo < hi) rotate_units<T>(a, ops[i], g, lo, hi, r0, r1, ct, st);
+                if (lo < hi) rotate_units<T>(a, ops[i], g, lo, hi, r0, r1, ct, st, f);
                 first += ops[i].units;
             }
         }

@@ -127,8 +127,9 @@ def rope_grid_coords(shape: Any, *, spatial_merge: int = 1, offset: Any = 0, ref
     ValueError
         Negative sides, sides not divisible by ``spatial_merge``, an offset or
         ``ref_shape`` of the wrong length, non-finite values, a ``ref_shape``
-        that is not positive, integer coordinates beyond ±2**53, an unknown
-        ``normalize``, or a result too large to address.
+        that is not positive, integer coordinates beyond ±2**53, float
+        coordinates beyond float64's range, an unknown ``normalize``, or a
+        result too large to address.
 
     See Also
     --------
@@ -192,11 +193,14 @@ def rope_grid_coords(shape: Any, *, spatial_merge: int = 1, offset: Any = 0, ref
     if is_int:
         return np.ascontiguousarray(index + np.array(offsets, np.int64))
     coords: np.ndarray = index + np.array(offsets, np.float64)
-    if refs is not None:
-        with np.errstate(divide="ignore", invalid="ignore"):  # a side of 0 has no tokens
+    # A side of 0 has no tokens (0 / 0 divides nothing); offsets or ref_shape near the float64
+    # limit overflow, which the check below turns into a ValueError instead of inf coordinates.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if refs is not None:
             coords = coords * np.array(refs, np.float64) / np.array(sides, np.float64)
-    elif norm is not None:
-        d = {"separate": sides, "min": (min(sides),) * axes, "max": (max(sides),) * axes}[norm]
-        with np.errstate(divide="ignore", invalid="ignore"):
+        elif norm is not None:
+            d = {"separate": sides, "min": (min(sides),) * axes, "max": (max(sides),) * axes}[norm]
             coords = 2.0 * (coords + 0.5) / np.array(d, np.float64) - 1.0
+    if not np.isfinite(coords).all():
+        raise ValueError(f"offset={offset!r} and ref_shape={ref_shape!r} give coordinates beyond float64's range")
     return np.ascontiguousarray(coords)

@@ -1,0 +1,119 @@
+// posenc/rounds_alike.hpp — float16/bfloat16 results computed in float32, kept where provably exact.
+//
+// A float16/bfloat16 result is its float64 evaluation V rounded once (convert.hpp).
+// Let F be a float32 evaluation of the same expression and e a bound such
+// that F − e and F + e, as computed in float, still enclose V and F strictly.
+// Where those two round alike, F rounds as V does: rounding to nearest is
+// monotone. Checking that costs six vector operations and yields the rounded
+// value itself, where the float64 evaluation and its rounding to odd cost a
+// dozen per vector of doubles. A lane where the check fails (F within e of a
+// halfway point: for rope.cpp's rotation about 0.15% of pairs of Gaussian
+// data, more where the result cancels) sends its whole vector back to
+// float64. Used by the rotation (rope.cpp) and the sum scale·x + PE
+// (sinusoidal.cpp), each with its own bound; float16's halfway points are 8x
+// denser, and its rotation stays in float64 (rope.cpp says why). Vectors of
+// the path's widest floats (lanes.hpp's kFullLanes: 16 on AVX-512, 8 on AVX2).
+#pragma once
+
+#include "posenc/lanes.hpp"
+
+POSENC_BEGIN_TARGET
+
+#if POSENC_HAVE_LANES
+
+#if defined(__AVX512F__)
+using FullFloats = __m512;
+using Rounded = __m512i;    // sixteen 32-bit lanes whose high halves are bfloat16 values
+using Rounded16 = __m256i;  // sixteen float16 values
+POSENC_LANES_INLINE __m512 load_full(const float* p) { return _mm512_loadu_ps(p); }
+POSENC_LANES_INLINE __m512 splat(float v) { return _mm512_set1_ps(v); }
+POSENC_LANES_INLINE __m512 fused_add(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+POSENC_LANES_INLINE __m512 fused_sub(__m512 a, __m512 b, __m512 c) { return _mm512_fmsub_ps(a, b, c); }
+POSENC_LANES_INLINE __m512 swap_pairs(__m512 a) { return _mm512_permute_ps(a, 0xb1); }
+POSENC_LANES_INLINE __m512 magnitude(__m512 a) { return _mm512_abs_ps(a); }
+POSENC_LANES_INLINE __m512 min_lanes(__m512 a, __m512 b) { return _mm512_min_ps(a, b); }
+// Bit k set where lane k of a is not below b (NaN included).
+POSENC_LANES_INLINE unsigned not_below(__m512 a, __m512 b) { return _mm512_cmp_ps_mask(a, b, _CMP_NLT_UQ); }
+// Rounding checked (see the header): r rounded to bfloat16 in `out`, and
+// bit k set where lane k of r − e and r + e round apart. bfloat16's rounding
+// boundaries (halfway points) are the floats with low half 0x8000: adding 0x8000 to the bits carries into the
+// high half exactly at them (in magnitude), so finite lo and hi of magnitude
+// below 2^127 have a halfway point between them, or differ in sign, where
+// the high halves of the sums differ. Where none does, r is no halfway point
+// and the high half of r + e's sum is r rounded (to nearest; ties cannot occur).
+POSENC_LANES_INLINE unsigned round_checked(__m512 r, __m512 e, __m512i& out) {
+    const __m512i half = _mm512_set1_epi32(0x8000);
+    const __m512i lo = _mm512_add_epi32(_mm512_castps_si512(r - e), half);
+    out = _mm512_add_epi32(_mm512_castps_si512(r + e), half);
+    return _mm512_test_epi32_mask(_mm512_xor_si512(lo, out), _mm512_set1_epi32(~0xffff));
+}
+// The same for float16 (Rounded16: the float16 values themselves): where
+// r − e and r + e convert (F16C, to nearest even) to the same values, those
+// are r rounded.
+POSENC_LANES_INLINE unsigned round_checked(__m512 r, __m512 e, __m256i& out) {
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    out = _mm512_cvtps_ph(r + e, kNearest);
+    return _mm256_cmpneq_epi16_mask(_mm512_cvtps_ph(r - e, kNearest), out);
+}
+POSENC_LANES_INLINE void store_rounded(half_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, __m512i v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+}
+// Two vectors at once: the high halves of a's and b's lanes, gathered by one permutation.
+POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, bfloat16_t* q, __m512i a, __m512i b) {
+    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,
+                                         31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i both = _mm512_permutex2var_epi16(a, odd, b);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_castsi512_si256(both));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm512_extracti64x4_epi64(both, 1));
+}
+#else
+using FullFloats = __m256;
+using Rounded = __m256i;
+using Rounded16 = __m128i;
+POSENC_LANES_INLINE __m256 load_full(const float* p) { return _mm256_loadu_ps(p); }
+POSENC_LANES_INLINE __m256 splat(float v) { return _mm256_set1_ps(v); }
+POSENC_LANES_INLINE __m256 fused_add(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+POSENC_LANES_INLINE __m256 fused_sub(__m256 a, __m256 b, __m256 c) { return _mm256_fmsub_ps(a, b, c); }
+POSENC_LANES_INLINE __m256 swap_pairs(__m256 a) { return _mm256_permute_ps(a, 0xb1); }
+POSENC_LANES_INLINE __m256 magnitude(__m256 a) {
+    return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
+}
+POSENC_LANES_INLINE __m256 min_lanes(__m256 a, __m256 b) { return _mm256_min_ps(a, b); }
+POSENC_LANES_INLINE unsigned not_below(__m256 a, __m256 b) {
+    return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_NLT_UQ)));
+}
+POSENC_LANES_INLINE unsigned round_checked(__m256 r, __m256 e, __m256i& out) {
+    const __m256i half = _mm256_set1_epi32(0x8000);
+    const __m256i lo = _mm256_add_epi32(_mm256_castps_si256(r - e), half);
+    out = _mm256_add_epi32(_mm256_castps_si256(r + e), half);
+    const __m256i high = _mm256_and_si256(_mm256_xor_si256(lo, out), _mm256_set1_epi32(~0xffff));
+    const __m256i same = _mm256_cmpeq_epi32(high, _mm256_setzero_si256());
+    return static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(same))) ^ 0xffu;
+}
+POSENC_LANES_INLINE unsigned round_checked(__m256 r, __m256 e, __m128i& out) {
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    out = _mm256_cvtps_ph(r + e, kNearest);
+    const __m128i same = _mm_cmpeq_epi16(_mm256_cvtps_ph(r - e, kNearest), out);
+    return static_cast<unsigned>(_mm_movemask_epi8(same)) ^ 0xffffu;
+}
+POSENC_LANES_INLINE void store_rounded(half_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
+POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, __m256i v) {
+    const __m256i high = _mm256_srli_epi32(v, 16);  // eight values below 2^16, packed in order
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                     _mm_packus_epi32(_mm256_castsi256_si128(high), _mm256_extracti128_si256(high, 1)));
+}
+POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, bfloat16_t* q, __m256i a, __m256i b) {
+    store_rounded(p, a);
+    store_rounded(q, b);
+}
+#endif
+
+// The rounded lanes of one FullFloats as round_checked leaves them, per format.
+template <class T> struct RoundedOf { using type = Rounded; };
+template <> struct RoundedOf<half_t> { using type = Rounded16; };
+template <class T> using RoundedLanes = typename RoundedOf<T>::type;
+
+#endif
+
+POSENC_END_TARGET
