@@ -447,7 +447,8 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     // 2·half when interleaved), their float32 copies (float16/bfloat16) and
     // three float64 rows; plus the one-position step shared by all.
     const std::int64_t table = kAnchorRows * 2 * half;
-    const std::int64_t per_thread = 3 * table + 3 * half;
+    const std::int64_t all_tables = (kFloat32First<T> ? 3 : 2) * table;  // bfloat16: and their float32 copies
+    const std::int64_t per_thread = all_tables + 3 * half;
     const std::int64_t steps = a.coords ? 2 * (a.freq_heads > 0 ? a.freq_heads : 1) * a.axes * half
                                         : 2 * half;  // the angle steps, shared by all
     Scratch scratch(steps + per_thread * threads);
@@ -465,7 +466,7 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
         R* st = ct + table;  // packed: both tables share as few cache lines as possible
         float* c32 = reinterpret_cast<float*>(mine + 2 * table);
         float* s32 = c32 + table;
-        const RowScratch w{mine + 3 * table, mine + 3 * table + half, mine + 3 * table + 2 * half};
+        const RowScratch w{mine + all_tables, mine + all_tables + half, mine + all_tables + 2 * half};
         // Rows [r0, r1) of the tables (for one head's frequencies, or all heads').
         auto tables = [&](std::int64_t g, std::int64_t r0, std::int64_t r1, std::int64_t head) {
             block_table(a, step, g, r0, r1, w, ct, st, head);
