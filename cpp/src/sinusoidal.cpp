@@ -124,7 +124,7 @@ inline void add_row_float32_first(const double* __restrict v, const float* __res
 // Columns [0, n) of a row: out[j] = v[j] (kAdd false) or scale·x[j] + v[j]
 // (kAdd true, add_run); a contiguous sum prefetches `next`, the row of x it
 // adds after this one (null: none).
-// w: v rounded to float (bfloat16 sums only, add_row_float32_first).
+// w: v rounded to float (float16/bfloat16 sums, add_row_float32_first).
 template <bool kAdd, bool kContiguous, class T>
 inline void encode_run(const double* __restrict v, std::int64_t n, double scale, const T* x, std::int64_t xcs,
                        T* out, std::int64_t ocs, const T* next = nullptr, const float* w = nullptr) {
@@ -208,8 +208,8 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     threads = threads < items ? threads : static_cast<int>(items);
 
     // Per thread: the angle row (sines, then cosines), for an interleaved
-    // sum the row interleaved, for a bfloat16 sum the row as floats; plus
-    // the one-position step shared by all.
+    // sum the row interleaved, for a float16/bfloat16 sum the row as floats;
+    // plus the one-position step shared by all.
     constexpr bool kFloatRow = kAdd && kNarrowFormat<T>;
     const std::int64_t per_thread = 4 * half + (kFloatRow ? a.cols / 2 + 1 : 0);
     Scratch scratch(2 * half + per_thread * threads);

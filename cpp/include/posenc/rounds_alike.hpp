@@ -35,12 +35,13 @@ POSENC_LANES_INLINE __m512 min_lanes(__m512 a, __m512 b) { return _mm512_min_ps(
 // Bit k set where lane k of a is not below b (NaN included).
 POSENC_LANES_INLINE unsigned not_below(__m512 a, __m512 b) { return _mm512_cmp_ps_mask(a, b, _CMP_NLT_UQ); }
 // Rounding checked (see the header): r rounded to bfloat16 in `out`, and
-// bit k set where lane k of r − e and r + e round apart. bfloat16's rounding
-// boundaries (halfway points) are the floats with low half 0x8000: adding 0x8000 to the bits carries into the
-// high half exactly at them (in magnitude), so finite lo and hi of magnitude
-// below 2^127 have a halfway point between them, or differ in sign, where
-// the high halves of the sums differ. Where none does, r is no halfway point
-// and the high half of r + e's sum is r rounded (to nearest; ties cannot occur).
+// bit k set where lane k of r − e and r + e round apart. bfloat16's
+// rounding boundaries (halfway points) are the floats with low half 0x8000:
+// adding 0x8000 to the bits carries into the high half exactly at them (in
+// magnitude), so finite lo and hi of magnitude below 2^127 have a halfway
+// point between them, or differ in sign, where the high halves of the sums
+// differ. Where none does, r is no halfway point and the high half of
+// r + e's sum is r rounded (to nearest; ties cannot occur).
 POSENC_LANES_INLINE unsigned round_checked(__m512 r, __m512 e, __m512i& out) {
     const __m512i half = _mm512_set1_epi32(0x8000);
     const __m512i lo = _mm512_add_epi32(_mm512_castps_si512(r - e), half);
