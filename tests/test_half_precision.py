@@ -211,8 +211,8 @@ def test_rotation_where_float32_rounds_otherwise(path: str, dtype: Any, interlea
     one whose float32 rotation rounds otherwise (_float32_rounding_cases): each must come out as
     the float64 rotation rounded once, i.e. from the fallback. One per 8 (an AVX2 vector, half an
     AVX-512 one): a vector keeps its float32 result only if no lane fails the check, so such a pair
-    next to another would hide it. Fails when the check is dropped or its error bound is 8 times
-    too small."""
+    next to another would hide it. On the paths with vector lanes it fails when the check is dropped
+    or its error bound is 4 times too small."""
     rng = np.random.default_rng(13)
     u, v, c, s, picked, far = _float32_rounding_cases(np.dtype(dtype).name)
     assert picked.size >= 16, picked.size  # the search finds enough pairs to test
