@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "bindings/lane.hpp"
 #include "bindings/register.hpp"
 #include "posenc/dispatch.hpp"
 #include "posenc/threads.hpp"
@@ -25,6 +26,7 @@ PYBIND11_MODULE(_native, m) {
     m.def("have_openmp", &posenc::have_openmp);
     m.def("after_fork_in_child", &posenc::mark_forked_child);
 
+    posenc::bind::lane::register_lanes(m);
     posenc::bind::register_sinusoidal(m);
     posenc::bind::register_relative(m);
     posenc::bind::register_learned(m);

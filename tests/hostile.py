@@ -260,7 +260,7 @@ class Spec:
     def base(self, arg: str = "base") -> "Spec":
         """A frequency base: finite, > 0, not 1."""
         for id, v in [("zero", 0.0), ("negative", -10.0), ("one", 1.0), ("one-int", 1), ("nan", float("nan")),
-                      ("inf", float("inf")), ("minus-inf", float("-inf"))]:
+                      ("inf", float("inf")), ("minus-inf", float("-inf")), ("int-beyond-float64", 10**400)]:
             self.raises(f"{arg}-{id}", ValueError, arg, **{arg: v})
         for id, v in [("str", "10000"), ("complex", 1e4 + 0j), ("bool", True), ("none", None), ("array", np.ones(2))]:
             self.raises(f"{arg}-{id}", TypeError, arg, **{arg: v})

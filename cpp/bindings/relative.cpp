@@ -1,5 +1,6 @@
 // Bindings of the relative-position kernels: shape checks, then the kernel without the GIL.
 #include "bindings/common.hpp"
+#include "bindings/lane.hpp"
 #include "bindings/register.hpp"
 #include "posenc/relative.hpp"
 
@@ -111,11 +112,45 @@ py::array_t<std::int64_t> t5_thresholds(std::int64_t half, std::int64_t max_exac
     return out;
 }
 
+// add_alibi(scores, offset=, symmetric=, out=) in the small-call lane (bindings/lane.hpp): float32 or float64
+// scores [..., heads, q, k] with the authors' slopes, out None or scores itself.
+const lane::Signature& add_alibi_signature() {
+    static const auto* s = new lane::Signature("add_alibi", {"scores", "offset", "symmetric", "slopes", "num_heads",
+                                                             "out"}, 1);
+    return *s;
+}
+
+py::object lane_add_alibi(py::handle args, py::handle kwargs) {
+    PyObject* v[6] = {};
+    const auto s = add_alibi_signature().bind(args, kwargs, v) ? lane::float_array(v[0]) : std::nullopt;
+    if (!s || (s->dtype != DType::f32 && s->dtype != DType::f64) || s->array.ndim() < 3) return py::none();
+    const py::array& x = s->array;
+    const std::int64_t heads = x.shape(x.ndim() - 3), q = x.shape(x.ndim() - 2), k = x.shape(x.ndim() - 1);
+    constexpr std::int64_t kMaxLength = std::int64_t(1) << 53;  // _checks.length
+    const auto offset = lane::integer(v[1], 0);
+    const auto symmetric = lane::flag(v[2], false);
+    PyObject* out = v[5];
+    if (!offset || !symmetric || !lane::is_none(v[3]) || !lane::is_none(v[4]) || heads == 0 || q > kMaxLength ||
+        k > kMaxLength || !lane::exact_positions(*offset, q) || !(lane::is_none(out) || lane::in_place(out, x)))
+        return py::none();
+    const py::object slopes = lane::alibi_slopes().get(heads);
+    if (!slopes) return py::none();
+    try {
+        py::array dest = lane::is_none(out) ? lane::result_like(x) : x;
+        alibi_add(x, dest, slopes, *offset, *symmetric);
+        return lane::own(dest);
+    } catch (const std::exception&) {  // a check the lane missed: nothing was written, the Python layer decides
+        return py::none();
+    }
+}
+
 }  // namespace
 
 void register_relative(py::module_& m) {
     m.def("toeplitz_copy", &toeplitz_copy, py::arg("out"), py::arg("lut"), py::arg("step"));
     m.def("toeplitz_add", &toeplitz_add, py::arg("x"), py::arg("out"), py::arg("lut"));
+    add_alibi_signature();  // published now (lane.hpp)
+    m.def("lane_add_alibi", &lane_add_alibi, py::arg("args"), py::arg("kwargs"));
     m.def("alibi_add", &alibi_add, py::arg("x"), py::arg("out"), py::arg("slopes"), py::arg("offset"),
           py::arg("symmetric"));
     m.def("t5_thresholds", &t5_thresholds, py::arg("half"), py::arg("max_exact"), py::arg("max_distance"));

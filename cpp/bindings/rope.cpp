@@ -1,10 +1,13 @@
 // Bindings of the rotary kernels: shape checks, then the kernel without the GIL.
 #include "bindings/common.hpp"
+#include "bindings/lane.hpp"
 #include "bindings/register.hpp"
 #include "posenc/rope.hpp"
 
+#include <cstring>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 namespace posenc::bind {
 
@@ -216,6 +219,160 @@ void cos_sin(py::array out_cos, py::array out_sin, std::optional<py::array> posi
     kernel(args, out_cos.mutable_data(), out_sin.mutable_data());
 }
 
+
+// ------------------------------------------------------------------ the small-call lane (bindings/lane.hpp)
+
+// The parameters apply_rope and apply_rope_qk share, in signature order after their operands.
+const std::vector<const char*> kRotationParameters = {
+    "positions", "base", "scaling", "inv_freq", "attention_scaling", "rotary_dim", "interleaved", "seq_axis",
+    "offset", "inverse", "mrope_section", "mrope_interleaved", "cos", "sin"};
+enum Shared { kPositions, kBase, kScaling, kInvFreq, kAttentionScaling, kRotaryDim, kInterleaved, kSeqAxis,
+              kOffset, kInverse, kMropeSection, kMropeInterleaved, kCos, kSin, kShared };
+
+std::vector<const char*> with_rotation_parameters(std::vector<const char*> before, std::vector<const char*> after) {
+    before.insert(before.end(), kRotationParameters.begin(), kRotationParameters.end());
+    before.insert(before.end(), after.begin(), after.end());
+    return before;
+}
+
+const lane::Signature& apply_rope_signature() {
+    static const auto* s = new lane::Signature("apply_rope", with_rotation_parameters({"x"}, {"out"}), 2);
+    return *s;
+}
+
+const lane::Signature& apply_rope_qk_signature() {
+    static const auto* s = new lane::Signature(
+        "apply_rope_qk", with_rotation_parameters({"q", "k"}, {"xpos_scale_base", "xpos_center", "out_q", "out_k"}), 3);
+    return *s;
+}
+
+// An exact integer ndarray of shape [seq] or [1, seq], native byte order, as float64 (NumPy's astype:
+// the cast rounds to nearest as C's does).
+template <class T>
+void read_integers(const char* data, py::ssize_t stride, std::int64_t n, std::vector<double>& out) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        T v;
+        std::memcpy(&v, data + i * stride, sizeof v);
+        out.push_back(static_cast<double>(v));
+    }
+}
+
+bool integer_row(PyObject* value, std::int64_t seq, std::vector<double>& out) {
+    if (Py_TYPE(value) != py::detail::npy_api::get().PyArray_Type_) return false;
+    const auto a = py::reinterpret_borrow<py::array>(value);
+    const py::dtype dt = a.dtype();
+    const bool one_row = a.ndim() == 1 ? a.shape(0) == seq : a.ndim() == 2 && a.shape(0) == 1 && a.shape(1) == seq;
+    if (!one_row || (dt.kind() != 'i' && dt.kind() != 'u') || (dt.byteorder() != '=' && dt.byteorder() != '|'))
+        return false;
+    const auto* data = static_cast<const char*>(a.data());
+    const py::ssize_t stride = a.strides(a.ndim() - 1);
+    out.reserve(static_cast<std::size_t>(seq));
+    const bool is_signed = dt.kind() == 'i';
+    switch (dt.itemsize()) {
+        case 1: is_signed ? read_integers<std::int8_t>(data, stride, seq, out) : read_integers<std::uint8_t>(data, stride, seq, out); return true;
+        case 2: is_signed ? read_integers<std::int16_t>(data, stride, seq, out) : read_integers<std::uint16_t>(data, stride, seq, out); return true;
+        case 4: is_signed ? read_integers<std::int32_t>(data, stride, seq, out) : read_integers<std::uint32_t>(data, stride, seq, out); return true;
+        case 8: is_signed ? read_integers<std::int64_t>(data, stride, seq, out) : read_integers<std::uint64_t>(data, stride, seq, out); return true;
+        default: return false;
+    }
+}
+
+// A rotation's shared arguments where the lane takes them (the Python layer's `_common_case`): the default
+// frequencies of `base`, every feature of head_dim rotated, positions offset + arange(seq) or one integer
+// row ([seq] or [1, seq]) shared by the batch, everything else at its default.
+struct LaneAngles {
+    py::ssize_t seq_axis = -3;  // as given: -3 or -2
+    bool interleaved = false, inverse = false;
+    double start = 0.0;
+    bool given = false;  // positions given (else start + arange)
+    std::vector<double> positions;
+    py::object freqs;  // held for the call: the memo may move on while the kernel runs without the GIL
+
+    RopeArgs args(const GroupedRows& x) const {
+        const std::int64_t half = x.cols() / 2;
+        return {x.groups(), x.rows(), given ? positions.data() : nullptr, start,
+                float64_vector(freqs, half, "inv_freq"), half, nullptr, 1.0, interleaved, inverse};
+    }
+};
+
+// v: the kShared arguments; false when the Python layer must take the call.
+bool lane_angles(PyObject* const* v, const py::array& x, LaneAngles& a) {
+    for (const int i : {kScaling, kInvFreq, kAttentionScaling, kRotaryDim, kMropeSection, kCos, kSin})
+        if (!lane::is_none(v[i])) return false;
+    const auto interleaved = lane::flag(v[kInterleaved], false), inverse = lane::flag(v[kInverse], false);
+    const auto mrope_interleaved = lane::flag(v[kMropeInterleaved], false);
+    const auto seq_axis = lane::integer(v[kSeqAxis], -3), offset = lane::integer(v[kOffset], 0);
+    const auto base = lane::real(v[kBase], 10000.0);
+    if (!interleaved || !inverse || !mrope_interleaved || *mrope_interleaved || !seq_axis || !offset || !base ||
+        (*seq_axis != -3 && *seq_axis != -2) || x.ndim() < -*seq_axis)
+        return false;
+    const std::int64_t dim = x.shape(x.ndim() - 1), seq = x.shape(x.ndim() + *seq_axis);
+    if (dim == 0 || dim % 2 != 0) return false;
+    if (lane::is_none(v[kPositions])) {
+        if (!lane::exact_positions(*offset, seq)) return false;
+        a.start = static_cast<double>(*offset);
+    } else if (*offset != 0 || !integer_row(v[kPositions], seq, a.positions)) {
+        return false;
+    } else {
+        a.given = true;
+    }
+    a.freqs = lane::rope_frequencies().get(dim, *base, v[kBase]);
+    a.seq_axis = *seq_axis;
+    a.interleaved = *interleaved;
+    a.inverse = *inverse;
+    return static_cast<bool>(a.freqs);
+}
+
+// apply_rope(x, positions, ..., out) in the lane: out None or x itself.
+py::object lane_apply_rope(py::handle args, py::handle kwargs) {
+    PyObject* v[kShared + 2] = {};
+    const auto x = apply_rope_signature().bind(args, kwargs, v) ? lane::float_array(v[0]) : std::nullopt;
+    LaneAngles angles;
+    PyObject* out = v[kShared + 1];
+    if (!x || !lane_angles(v + 1, x->array, angles) || !(lane::is_none(out) || lane::in_place(out, x->array)))
+        return py::none();
+    try {
+        py::array dest = lane::is_none(out) ? lane::result_like(x->array) : x->array;
+        const Operand a = operand_of(x->array, dest, x->dtype, x->array.ndim() + angles.seq_axis, false, "x", "out");
+        rotate(angles.args(a.x), a, std::nullopt, x->dtype);
+        return lane::own(dest);
+    } catch (const std::exception&) {  // a check the lane missed: nothing was written, the Python layer decides
+        return py::none();
+    }
+}
+
+// apply_rope_qk(q, k, positions, ..., out_q, out_k) in the lane: one pass (one dtype and rank), head_dim and
+// seq shared, xPos off, each out None or its own operand, q and k apart when either is written.
+py::object lane_apply_rope_qk(py::handle args, py::handle kwargs) {
+    PyObject* v[kShared + 6] = {};
+    const bool bound = apply_rope_qk_signature().bind(args, kwargs, v);
+    const auto q = bound ? lane::float_array(v[0]) : std::nullopt, k = bound ? lane::float_array(v[1]) : std::nullopt;
+    LaneAngles angles;
+    if (!q || !k || q->dtype != k->dtype || q->array.ndim() != k->array.ndim() || !lane_angles(v + 2, q->array, angles))
+        return py::none();
+    const py::array &qa = q->array, &ka = k->array;
+    const py::ssize_t nd = qa.ndim();
+    const auto center = lane::real(v[kShared + 3], 0.0);
+    PyObject *out_q = v[kShared + 4], *out_k = v[kShared + 5];
+    if (ka.shape(nd - 1) != qa.shape(nd - 1) || ka.shape(nd + angles.seq_axis) != qa.shape(nd + angles.seq_axis) ||
+        !lane::is_none(v[kShared + 2]) || !center || *center != 0.0 ||
+        !(lane::is_none(out_q) || lane::in_place(out_q, qa)) || !(lane::is_none(out_k) || lane::in_place(out_k, ka)) ||
+        ((!lane::is_none(out_q) || !lane::is_none(out_k)) && !lane::disjoint(qa, ka)))
+        return py::none();
+    try {
+        py::array dest_q = lane::is_none(out_q) ? lane::result_like(qa) : qa;
+        std::optional<py::array> dest_k(lane::is_none(out_k) ? lane::result_like(ka) : ka);
+        const py::ssize_t seq_axis = nd + angles.seq_axis;
+        const Operand a = operand_of(qa, dest_q, q->dtype, seq_axis, false, "q", "out_q");
+        const RopeArgs rope = angles.args(a.x);
+        rotate(rope, a, second_of(a, q->dtype, std::optional<py::array>(ka), dest_k, seq_axis, false, rope.half),
+               q->dtype);
+        return py::make_tuple(dest_q, *dest_k);
+    } catch (const std::exception&) {
+        return py::none();
+    }
+}
+
 }  // namespace
 
 void register_rope(py::module_& m) {
@@ -230,6 +387,11 @@ void register_rope(py::module_& m) {
           py::arg("k") = py::none(), py::arg("out_k") = py::none());
     m.def("rope_nd_cos_sin", &nd_cos_sin, py::arg("out_cos"), py::arg("out_sin"), py::arg("coords"),
           py::arg("freqs"));
+    // The small-call lanes (bindings/lane.hpp), their signatures published now.
+    apply_rope_signature();
+    apply_rope_qk_signature();
+    m.def("lane_apply_rope", &lane_apply_rope, py::arg("args"), py::arg("kwargs"));
+    m.def("lane_apply_rope_qk", &lane_apply_rope_qk, py::arg("args"), py::arg("kwargs"));
     m.def("rope_cos_sin", &cos_sin, py::arg("out_cos"), py::arg("out_sin"), py::arg("positions"), py::arg("start"),
           py::arg("inv_freq"), py::arg("scale"));
 }

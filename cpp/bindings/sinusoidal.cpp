@@ -1,5 +1,6 @@
 // Bindings of the sinusoidal kernels: shape checks, then the kernel without the GIL.
 #include "bindings/common.hpp"
+#include "bindings/lane.hpp"
 #include "bindings/register.hpp"
 #include "posenc/sinusoidal.hpp"
 
@@ -46,11 +47,44 @@ void add(py::array x, py::array out, std::optional<py::array> positions, double 
     kernel(a, scale, x.data(), xr.layout(), out.mutable_data(), o.layout());
 }
 
+// add_sinusoidal(x, offset=, base=, interleaved=, scale=, out=) in the small-call lane (bindings/lane.hpp):
+// positions offset + arange(seq), out None or x itself.
+const lane::Signature& add_sinusoidal_signature() {
+    static const auto* s = new lane::Signature(
+        "add_sinusoidal", {"x", "offset", "positions", "base", "interleaved", "scale", "out"}, 1);
+    return *s;
+}
+
+py::object lane_add_sinusoidal(py::handle args, py::handle kwargs) {
+    PyObject* v[7] = {};
+    const auto x = add_sinusoidal_signature().bind(args, kwargs, v) ? lane::float_array(v[0]) : std::nullopt;
+    if (!x || x->array.ndim() < 2) return py::none();
+    const py::array& xa = x->array;
+    const auto offset = lane::integer(v[1], 0);
+    const auto base = lane::real(v[3], 10000.0), scale = lane::real(v[5], 1.0);
+    const auto interleaved = lane::flag(v[4], true);
+    PyObject* out = v[6];
+    if (!offset || !base || !scale || !interleaved || !lane::is_none(v[2]) ||
+        !lane::exact_positions(*offset, xa.shape(xa.ndim() - 2)) || !(lane::is_none(out) || lane::in_place(out, xa)))
+        return py::none();
+    const py::object freqs = lane::sinusoid_frequencies().get(xa.shape(xa.ndim() - 1), *base, v[3]);
+    if (!freqs) return py::none();
+    try {
+        py::array dest = lane::is_none(out) ? lane::result_like(xa) : xa;
+        add(xa, dest, std::nullopt, static_cast<double>(*offset), freqs, *interleaved, *scale);
+        return lane::own(dest);
+    } catch (const std::exception&) {  // a check the lane missed: nothing was written, the Python layer decides
+        return py::none();
+    }
+}
+
 }  // namespace
 
 void register_sinusoidal(py::module_& m) {
     m.def("sinusoidal_table", &table, py::arg("out"), py::arg("positions"), py::arg("start"), py::arg("inv_freq"),
           py::arg("interleaved"));
+    add_sinusoidal_signature();  // published now (lane.hpp)
+    m.def("lane_add_sinusoidal", &lane_add_sinusoidal, py::arg("args"), py::arg("kwargs"));
     m.def("add_sinusoidal", &add, py::arg("x"), py::arg("out"), py::arg("positions"), py::arg("start"),
           py::arg("inv_freq"), py::arg("interleaved"), py::arg("scale"));
 }

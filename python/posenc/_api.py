@@ -59,13 +59,33 @@ def entry(builder: F) -> F:
     """The public function of a plan builder: same name, signature and docstring.
 
     The result has an attribute ``reference``: the same function on the
-    NumPy executor whatever the active backend (``posenc.reference.<name>``).
+    NumPy executor whatever the active backend (``posenc.reference.<name>``),
+    and ``planned``: the function without its small-call lane.
+
+    A builder whose name has a lane in the compiled module
+    (``posenc._native.lane_<name>``, cpp/bindings/lane.hpp) hands each call's
+    arguments to it first on the native backend: the lane computes a decode
+    step's common call (plain arguments, checked completely) with the kernel
+    the native executor would call, or returns None and the plan runs.
     """
 
     @functools.wraps(builder)
-    def public(*args: Any, **kwargs: Any) -> Any:
+    def planned(*args: Any, **kwargs: Any) -> Any:
         plan = builder(*args, **kwargs)
         return _TABLES[_backend._current][type(plan)](plan)
+
+    lane = "lane_" + builder.__name__
+    public = planned
+    if hasattr(_backend.native, lane):
+        # Looked up on every call, as the executors look up kernels: a test that replaces the module's
+        # functions (tests/test_invariants.py) sees the lane's call too.
+        @functools.wraps(builder)
+        def public(*args: Any, **kwargs: Any) -> Any:
+            if _backend._current == "native":
+                result = getattr(_backend.native, lane)(args, kwargs)
+                if result is not None:
+                    return result
+            return planned(*args, **kwargs)
 
     @functools.wraps(builder)
     def twin(*args: Any, **kwargs: Any) -> Any:
@@ -76,6 +96,7 @@ def entry(builder: F) -> F:
                     "(the same plan), computed in float64 with NumPy and rounded once.")
     twin.__module__ = "posenc.reference"
     public.reference = twin  # type: ignore[attr-defined]
+    public.planned = planned  # type: ignore[attr-defined]
     return public  # type: ignore[return-value]
 
 

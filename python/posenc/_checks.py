@@ -84,7 +84,11 @@ def real(value: Any, name: str, *, positive: bool = False) -> float:
     elif isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     else:
-        result = float(value)
+        try:
+            result = float(value)
+        except OverflowError:  # an int beyond float64's range (10**400)
+            raise ValueError(f"{name} must be finite in float64, got an integer of {len(str(abs(int(value))))} "
+                             "digits") from None
     if not math.isfinite(result):
         raise ValueError(f"{name} must be finite, got {result}")
     if positive and result <= 0:

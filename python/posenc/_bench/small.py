@@ -1,9 +1,11 @@
 """Small calls: what a decode step pays per call, public function and compiled kernel alone.
 
 A generated token calls these once per layer, on a handful of elements:
-there the cost is the call itself. Each is timed through the public
-function and as the bare ``posenc._native`` call with the arguments the
-public function passed it (recorded once), and reported in microseconds and
+there the cost is the call itself. Each is timed three ways: through the
+public function (its small-call lane, cpp/bindings/lane.hpp), through the
+same function without the lane (``planned``: the Python layer's checks and
+plan, then the executor), and as the bare kernel binding that path calls,
+with the arguments it passed (recorded once). Reported in microseconds and
 as a multiple of one NumPy ufunc call on a tiny array (``np.add`` of 8
 float32, measured in the same run).
 """
@@ -20,6 +22,11 @@ from .timing import Timed, per_call
 class SmallCase(NamedTuple):
     name: str
     public: Timed
+    planned: Timed  # the same call without the small-call lane
+
+
+def _case(name: str, function: Any, *args: Any, **kwargs: Any) -> SmallCase:
+    return SmallCase(name, lambda: function(*args, **kwargs), lambda: function.planned(*args, **kwargs))
 
 
 def cases() -> List[SmallCase]:
@@ -31,11 +38,11 @@ def cases() -> List[SmallCase]:
     scores = np.zeros((1, 1, 1, 8), np.float32)
     h = np.ones((1, 1, 64), np.float32)
     return [
-        SmallCase("apply_rope [1, 1, 1, 128] offset=4000", lambda: posenc.apply_rope(x, offset=4000, out=x)),
-        SmallCase("apply_rope_qk decode [1, 1, 32, 128] + [1, 1, 8, 128], positions [[p]]",
-                  lambda: posenc.apply_rope_qk(q, k, pos, out_q=q, out_k=k)),
-        SmallCase("add_alibi [1, 1, 1, 8] offset=7", lambda: posenc.add_alibi(scores, offset=7, out=scores)),
-        SmallCase("add_sinusoidal [1, 1, 64] offset=4000", lambda: posenc.add_sinusoidal(h, offset=4000, out=h)),
+        _case("apply_rope [1, 1, 1, 128] offset=4000", posenc.apply_rope, x, offset=4000, out=x),
+        _case("apply_rope_qk decode [1, 1, 32, 128] + [1, 1, 8, 128], positions [[p]]", posenc.apply_rope_qk, q, k,
+              pos, out_q=q, out_k=k),
+        _case("add_alibi [1, 1, 1, 8] offset=7", posenc.add_alibi, scores, offset=7, out=scores),
+        _case("add_sinusoidal [1, 1, 64] offset=4000", posenc.add_sinusoidal, h, offset=4000, out=h),
     ]
 
 
@@ -89,9 +96,9 @@ def run(progress: Callable[[str], None]) -> List[Dict[str, Any]]:
     for case in cases():
         progress(case.name)
         units.append(tiny_ufunc())
-        native = native_call(case.public)
-        public_s = per_call(case.public)
+        native = native_call(case.planned)
+        public_s, planned_s = per_call(case.public), per_call(case.planned)
         native_s = per_call(native) if native is not None else None
-        rows.append(dict(case=case.name, public_s=public_s, native_s=native_s))
+        rows.append(dict(case=case.name, public_s=public_s, planned_s=planned_s, native_s=native_s))
     unit = min(units + [tiny_ufunc()])
     return [dict(row, ufunc_s=unit) for row in rows]

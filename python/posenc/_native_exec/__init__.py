@@ -12,3 +12,12 @@ from . import relative  # noqa: F401
 from . import rope  # noqa: F401
 from . import rope_nd  # noqa: F401
 from . import vision  # noqa: F401
+from .._backend import native
+from .._plans.relative import authors_slopes
+from .._plans.rope import default_frequencies
+from .._plans.sinusoidal import x_frequencies
+
+if native is not None:
+    # The small-call lanes (cpp/bindings/lane.hpp) compute with the Python layer's own tables.
+    native.lane_helpers(rope_frequencies=default_frequencies, sinusoid_frequencies=x_frequencies,
+                        alibi_slopes=authors_slopes)
