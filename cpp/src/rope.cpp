@@ -446,7 +446,7 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     // Per thread: the block's cos and sin tables (R ≤ double each, rows of
     // 2·half when interleaved), their float32 copies (float16/bfloat16) and
     // three float64 rows; plus the one-position step shared by all.
-    const std::int64_t table = kAnchorRows * 2 * half;
+    const std::int64_t table = (a.rows < kAnchorRows ? a.rows : kAnchorRows) * 2 * half;  // a block's rows
     const std::int64_t all_tables = (kFloat32First<T> ? 3 : 2) * table;  // bfloat16: and their float32 copies
     const std::int64_t per_thread = all_tables + 3 * half;
     const std::int64_t steps = a.coords ? 2 * (a.freq_heads > 0 ? a.freq_heads : 1) * a.axes * half
