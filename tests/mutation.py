@@ -185,6 +185,12 @@ def apply(spec: str) -> Callable[[], int]:
         return result
 
     setattr(native, function, wrapped)
+    # The small-call lanes (cpp/bindings/lane.hpp) reach kernels without the bindings: under a mutant they
+    # decline, so that every call runs the executors' path through the mutated binding. (The lanes'
+    # own results are checked against that path by tests/test_lanes.py.)
+    for name in dir(native):
+        if name.startswith("lane_") and name != "lane_helpers":
+            setattr(native, name, lambda args, kwargs: None)
     return lambda: effective[0]
 
 
