@@ -7,7 +7,7 @@ same function without the lane (``planned``: the Python layer's checks and
 plan, then the executor), and as the bare kernel binding that path calls,
 with the arguments it passed (recorded once). Reported in microseconds and
 as a multiple of one NumPy ufunc call on a tiny array (``np.add`` of 8
-float32, measured in the same run).
+float32, timed in turn with the case's calls).
 """
 
 from __future__ import annotations
@@ -82,23 +82,25 @@ def native_call(public: Timed) -> Optional[Timed]:
     return replay
 
 
-def tiny_ufunc() -> float:
-    """Seconds per call of ``np.add`` on 8 float32 into an existing array: the unit of the table."""
+def tiny_ufunc() -> Timed:
+    """``np.add`` on 8 float32 into an existing array: the unit of the table."""
     a, b = np.ones(8, np.float32), np.empty(8, np.float32)
-    return per_call(lambda: np.add(a, a, out=b))
+    return lambda: np.add(a, a, out=b)
 
 
-def run(progress: Callable[[str], None]) -> List[Dict[str, Any]]:
-    # The unit is timed before every case and at the end, and its best time counts: on a shared machine one
-    # measurement taken in a busy moment would shrink every ratio of the table.
-    units = []
+def run(progress: Callable[[str], None], rounds: int = 7) -> List[Dict[str, Any]]:
+    # Each case's calls and the unit are timed in turn, round after round, each keeping its best: on a
+    # shared machine a busy moment then slows one round of each instead of the unit alone or the call
+    # alone (either would skew the ratio). Each row has the unit measured beside it.
     rows = []
+    unit = tiny_ufunc()
     for case in cases():
         progress(case.name)
-        units.append(tiny_ufunc())
         native = native_call(case.planned)
-        public_s, planned_s = per_call(case.public), per_call(case.planned)
-        native_s = per_call(native) if native is not None else None
-        rows.append(dict(case=case.name, public_s=public_s, planned_s=planned_s, native_s=native_s))
-    unit = min(units + [tiny_ufunc()])
-    return [dict(row, ufunc_s=unit) for row in rows]
+        timed = dict(ufunc_s=unit, public_s=case.public, planned_s=case.planned, native_s=native)
+        best = {key: float("inf") for key, fn in timed.items() if fn is not None}
+        for _ in range(rounds):
+            for key in best:
+                best[key] = min(best[key], per_call(timed[key], calls=1000, repeat=1))  # type: ignore[arg-type]
+        rows.append({"case": case.name, "native_s": None, **best})
+    return rows
