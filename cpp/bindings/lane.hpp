@@ -17,7 +17,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <optional>
 #include <vector>
 
@@ -97,7 +96,7 @@ py::array result_like(const py::array& x);
 // Registers what every lane shares: `lane_helpers(...)`, which the Python layer calls once with its helpers.
 void register_lanes(py::module_& m);
 
-// Each family's lanes and the memo of its helper.
+// The memo of each family's helper (set once by lane_helpers).
 Memo& rope_frequencies();
 Memo& sinusoid_frequencies();
 Memo& alibi_slopes();

@@ -219,7 +219,6 @@ void cos_sin(py::array out_cos, py::array out_sin, std::optional<py::array> posi
     kernel(args, out_cos.mutable_data(), out_sin.mutable_data());
 }
 
-
 // ------------------------------------------------------------------ the small-call lane (bindings/lane.hpp)
 
 // The parameters apply_rope and apply_rope_qk share, in signature order after their operands.
@@ -248,12 +247,14 @@ const lane::Signature& apply_rope_qk_signature() {
 
 // An exact integer ndarray of shape [seq] or [1, seq], native byte order, as float64 (NumPy's astype:
 // the cast rounds to nearest as C's does).
-template <class T>
-void read_integers(const char* data, py::ssize_t stride, std::int64_t n, std::vector<double>& out) {
+template <class Signed, class Unsigned>
+void read_integers(bool is_signed, const char* data, py::ssize_t stride, std::int64_t n, std::vector<double>& out) {
     for (std::int64_t i = 0; i < n; ++i) {
-        T v;
-        std::memcpy(&v, data + i * stride, sizeof v);
-        out.push_back(static_cast<double>(v));
+        Signed s;
+        Unsigned u;
+        if (is_signed) std::memcpy(&s, data + i * stride, sizeof s);
+        else std::memcpy(&u, data + i * stride, sizeof u);
+        out.push_back(is_signed ? static_cast<double>(s) : static_cast<double>(u));
     }
 }
 
@@ -266,13 +267,13 @@ bool integer_row(PyObject* value, std::int64_t seq, std::vector<double>& out) {
         return false;
     const auto* data = static_cast<const char*>(a.data());
     const py::ssize_t stride = a.strides(a.ndim() - 1);
-    out.reserve(static_cast<std::size_t>(seq));
     const bool is_signed = dt.kind() == 'i';
+    out.reserve(static_cast<std::size_t>(seq));
     switch (dt.itemsize()) {
-        case 1: is_signed ? read_integers<std::int8_t>(data, stride, seq, out) : read_integers<std::uint8_t>(data, stride, seq, out); return true;
-        case 2: is_signed ? read_integers<std::int16_t>(data, stride, seq, out) : read_integers<std::uint16_t>(data, stride, seq, out); return true;
-        case 4: is_signed ? read_integers<std::int32_t>(data, stride, seq, out) : read_integers<std::uint32_t>(data, stride, seq, out); return true;
-        case 8: is_signed ? read_integers<std::int64_t>(data, stride, seq, out) : read_integers<std::uint64_t>(data, stride, seq, out); return true;
+        case 1: read_integers<std::int8_t, std::uint8_t>(is_signed, data, stride, seq, out); return true;
+        case 2: read_integers<std::int16_t, std::uint16_t>(is_signed, data, stride, seq, out); return true;
+        case 4: read_integers<std::int32_t, std::uint32_t>(is_signed, data, stride, seq, out); return true;
+        case 8: read_integers<std::int64_t, std::uint64_t>(is_signed, data, stride, seq, out); return true;
         default: return false;
     }
 }
