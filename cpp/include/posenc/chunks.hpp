@@ -145,6 +145,19 @@ POSENC_BLOCK_INLINE void add_rows(const T* x, std::int64_t xs, const T* y, std::
                      std::int64_t n) {
     using W = Wide<T>;
     if (kContiguous) xs = ys = os = 1;
+#if defined(__AVX512F__)
+    // bfloat16 on the AVX-512 path: 16 lanes in a 512-bit register, even in kernels whose loops are 256
+    // bits wide; its conversions are integer sequences (lanes.hpp) that cost per vector, not per lane.
+    // The same sums and roundings. (float16's are one instruction each: it keeps the kernel's width.)
+    if constexpr (std::is_same<T, bfloat16_t>::value && kContiguous) {
+        std::int64_t j = 0;
+        for (; j + 16 <= n; j += 16) narrow_lanes(out + j, _mm512_add_ps(widen16(x + j), widen16(y + j)));
+        x += j;
+        y += j;
+        out += j;
+        n -= j;
+    }
+#endif
     for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
         W xb[kBlock], yb[kBlock], ob[kBlock];
         const W* xw = read_chunk(x + j0 * xs, xs, m, xb);
