@@ -22,9 +22,17 @@ import posenc
 from posenc import _backend
 from posenc._checks import BFLOAT16
 
-from conftest import requires_native
+from conftest import ISAS, requires_native, using
 
-pytestmark = requires_native
+# Lanes serve the native backend only: the suite's reference stage (POSENC_BACKEND=reference) skips them.
+pytestmark = [requires_native, pytest.mark.skipif(ISAS == ["reference"], reason="native-only: lanes")]
+
+
+@pytest.fixture(autouse=True)
+def native_backend() -> Any:
+    """The planned path a lane is compared with runs on the native backend, as the lane does."""
+    with using("native"):
+        yield
 
 Call = Tuple[Tuple[Any, ...], Dict[str, Any]]
 ABSENT = "absent"  # a recipe's value for an argument not passed
