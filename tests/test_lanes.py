@@ -37,9 +37,6 @@ def native_backend() -> Any:
 Call = Tuple[Tuple[Any, ...], Dict[str, Any]]
 ABSENT = "absent"  # a recipe's value for an argument not passed
 
-DTYPES = ["float32", "float64", "float16", "int32", ">f4"] + (["bfloat16"] if BFLOAT16 is not None else [])
-LAYOUTS = ["c", "f", "sliced", "unaligned", "readonly"]
-
 
 def _dtype(name: str) -> np.dtype:
     return np.dtype(BFLOAT16) if name == "bfloat16" else np.dtype(name)
@@ -99,6 +96,7 @@ def agree(name: str, make: Callable[[], Call]) -> bool:
         assert _snapshot(lane_call) == before, f"{name}: the lane declined the call but wrote its arguments"
         return False
     assert refused is None, f"{name}: the lane took a call the planned path refuses ({refused!r})"
+    assert type(got) is type(want) and (not isinstance(want, tuple) or len(got) == len(want)), name
     for g, w in zip(got, want) if isinstance(want, tuple) else [(got, want)]:
         assert _same_bits(g, w), f"{name}: the lane's result differs from the planned path's"
         assert _where(g, lane_call) == _where(w, planned_call), f"{name}: returned another object than planned"
@@ -126,10 +124,10 @@ def _x(shape: Tuple[int, ...], dtype: str = "float32", layout: str = "c", seed: 
     return lambda: _array(shape, dtype, layout, seed)
 
 
-def _in_place(name: str, x: Callable[[], np.ndarray], out: str = "out", **kwargs: Any) -> Callable[[], Call]:
+def _in_place(x: Callable[[], np.ndarray], **kwargs: Any) -> Callable[[], Call]:
     def make() -> Call:
         a = x()
-        return (a,), dict(kwargs, **{out: a})
+        return (a,), dict(kwargs, out=a)
     return make
 
 
@@ -143,7 +141,7 @@ def _rope_qk(q_shape: Tuple[int, ...], k_shape: Tuple[int, ...], dtype: str, in_
 
 
 COMMON = [
-    ("apply_rope", _in_place("apply_rope", _x((1, 1, 1, 128)), offset=4000)),
+    ("apply_rope", _in_place(_x((1, 1, 1, 128)), offset=4000)),
     ("apply_rope", lambda: ((_array((2, 5, 3, 16), "float64", "c", 3),), dict(offset=7))),
     ("apply_rope", lambda: ((_array((2, 3, 5, 8), "float16", "f", 4), np.arange(5, dtype=np.int32)),
                             dict(seq_axis=-2, interleaved=True, inverse=True, base=500000))),
@@ -152,15 +150,15 @@ COMMON = [
     ("apply_rope_qk", _rope_qk((1, 1, 32, 128), (1, 1, 8, 128), "float32", True, positions=np.array([[4000]]))),
     ("apply_rope_qk", _rope_qk((2, 4, 6, 16), (2, 4, 2, 16), "float64", False, offset=9, xpos_center=0)),
     ("apply_rope_qk", _rope_qk((3, 4, 2, 8), (3, 4, 1, 8), "float16", True, seq_axis=-3, interleaved=True)),
-    ("add_alibi", _in_place("add_alibi", _x((1, 1, 1, 8)), offset=7)),
+    ("add_alibi", _in_place(_x((1, 1, 1, 8)), offset=7)),
     ("add_alibi", lambda: ((_array((2, 4, 3, 7), "float64", "f", 6),), dict(symmetric=True, offset=-2))),
-    ("add_sinusoidal", _in_place("add_sinusoidal", _x((1, 1, 64)), offset=4000)),
+    ("add_sinusoidal", _in_place(_x((1, 1, 64)), offset=4000)),
     ("add_sinusoidal", lambda: ((_array((2, 3, 6), "float16", "c", 7),), dict(base=100, interleaved=False, scale=2))),
 ]
 if BFLOAT16 is not None:
     COMMON += [
-        ("apply_rope", _in_place("apply_rope", _x((1, 3, 2, 16), "bfloat16"), offset=2**40)),
-        ("add_sinusoidal", _in_place("add_sinusoidal", _x((2, 3, 8), "bfloat16"), scale=0.5)),
+        ("apply_rope", _in_place(_x((1, 3, 2, 16), "bfloat16"), offset=2**40)),
+        ("add_sinusoidal", _in_place(_x((2, 3, 8), "bfloat16"), scale=0.5)),
     ]
 
 
@@ -264,7 +262,7 @@ LANES: Dict[str, Tuple[Callable[[Dict[str, Any]], Call], Dict[str, Any], Dict[st
                                    inverse=True, seq_axis=-3, extra={}, out="self"),
                    dict(x=ODD_OPERANDS, positions=ODD_POSITIONS, offset=ODD_OFFSETS, base=ODD_BASES,
                         interleaved=ODD_FLAGS, inverse=ODD_FLAGS, seq_axis=[-1, np.int64(-3), -3.0, None],
-                        extra=ODD_EXTRAS, out=ODD_OUTS)),
+                        extra=ODD_EXTRAS, out=ODD_OUTS, positional=[True])),
     "apply_rope_qk": (rope_qk_call, dict(q={}, k=dict(shape=(2, 3, 1, 8), seed=1), positions="int32-row",
                                          offset=ABSENT, base=500000, seq_axis=-3, xpos={}, extra={}, out_q="self",
                                          out_k="self"),
@@ -287,10 +285,15 @@ LANES: Dict[str, Tuple[Callable[[Dict[str, Any]], Call], Dict[str, Any], Dict[st
 ONE_ODD = [(name, arg, value) for name, (_, _, odd) in LANES.items() for arg, values in odd.items() for value in values]
 
 
+@pytest.mark.parametrize("name", sorted(LANES))
+def test_the_plain_recipe_is_the_lanes(name):
+    call, plain, _ = LANES[name]
+    assert agree(name, lambda: call(plain)), f"{name}: the lane declined the plain recipe the odd ones start from"
+
+
 @pytest.mark.parametrize("name, arg, value", ONE_ODD, ids=[f"{n}-{a}-{i}" for i, (n, a, _) in enumerate(ONE_ODD)])
 def test_one_odd_argument(name, arg, value):
     call, plain, _ = LANES[name]
-    assert agree(name, lambda: call(plain))  # the plain call is the lane's
     agree(name, lambda: call(dict(plain, **{arg: value})))
 
 

@@ -10,11 +10,25 @@ namespace posenc::bind::lane {
 
 namespace {
 using npy = py::detail::npy_api;
-constexpr int kUserDefinedTypes = 256;  // NPY_USERDEF: type numbers from here on belong to other packages
 
 py::dict& parameters() {
     static py::dict* d = new py::dict();  // never freed: outlives the interpreter's teardown order
     return *d;
+}
+
+// [lowest, highest) byte addresses a's elements occupy (empty: lowest == highest).
+struct ByteRange {
+    std::uintptr_t lowest, highest;
+};
+
+ByteRange byte_range(const py::array& a) {
+    auto lowest = reinterpret_cast<std::uintptr_t>(a.data()), highest = lowest;
+    for (py::ssize_t i = 0; i < a.ndim(); ++i) {
+        if (a.shape(i) == 0) return {lowest, lowest};
+        const auto span = static_cast<std::intptr_t>(a.shape(i) - 1) * static_cast<std::intptr_t>(a.strides(i));
+        (span < 0 ? lowest : highest) += static_cast<std::uintptr_t>(span);
+    }
+    return {lowest, highest + static_cast<std::uintptr_t>(a.itemsize())};
 }
 }  // namespace
 
@@ -55,26 +69,14 @@ bool Signature::bind(py::handle args, py::handle kwargs, PyObject** value) const
 
 std::optional<FloatArray> float_array(PyObject* value) {
     if (value == nullptr || Py_TYPE(value) != npy::get().PyArray_Type_) return std::nullopt;
-    const auto* proxy = py::detail::array_proxy(value);
-    if (!(proxy->flags & npy::NPY_ARRAY_ALIGNED_)) return std::nullopt;
-    const auto dt = py::reinterpret_borrow<py::dtype>(proxy->descr);
-    if (dt.byteorder() != '=' && dt.byteorder() != '|') return std::nullopt;
+    if (!(py::detail::array_proxy(value)->flags & npy::NPY_ARRAY_ALIGNED_)) return std::nullopt;
     auto array = py::reinterpret_borrow<py::array>(value);
-    if (dt.kind() == 'f') {
-        switch (dt.itemsize()) {
-            case 2: return FloatArray{std::move(array), DType::f16};
-            case 4: return FloatArray{std::move(array), DType::f32};
-            case 8: return FloatArray{std::move(array), DType::f64};
-            default: return std::nullopt;
-        }
-    }
-    if (dt.num() < kUserDefinedTypes || dt.itemsize() != 2) return std::nullopt;
-    try {  // ml_dtypes' bfloat16 (the one 2-byte type of another package posenc computes in)
-        const DType d = float_dtype(array, "x");
-        if (d == DType::bf16) return FloatArray{std::move(array), d};
+    try {  // the bindings' own reading of the dtype (a TypeError for anything else: declined)
+        const DType dt = float_dtype(array, "x");
+        return FloatArray{std::move(array), dt};
     } catch (const std::exception&) {
+        return std::nullopt;
     }
-    return std::nullopt;
 }
 
 bool is_none(PyObject* value) { return value == nullptr || value == Py_None; }
@@ -127,16 +129,6 @@ bool exact_positions(std::int64_t offset, std::int64_t count) {
     if (offset < -kMax || offset > kMax) return false;
     const std::int64_t last = offset + (count > 1 ? count - 1 : 0);  // no overflow: |offset| <= 2**53, count < 2**62
     return last >= -kMax && last <= kMax;
-}
-
-ByteRange byte_range(const py::array& a) {
-    auto lowest = reinterpret_cast<std::uintptr_t>(a.data()), highest = lowest;
-    for (py::ssize_t i = 0; i < a.ndim(); ++i) {
-        if (a.shape(i) == 0) return {lowest, lowest};
-        const auto span = static_cast<std::intptr_t>(a.shape(i) - 1) * static_cast<std::intptr_t>(a.strides(i));
-        (span < 0 ? lowest : highest) += static_cast<std::uintptr_t>(span);
-    }
-    return {lowest, highest + static_cast<std::uintptr_t>(a.itemsize())};
 }
 
 bool disjoint(const py::array& a, const py::array& b) {

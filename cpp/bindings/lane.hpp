@@ -35,14 +35,14 @@ class Signature {
     // value[i]: the argument given for names[i], or nullptr. False when the call passes anything the
     // signature would not bind: an unknown keyword, too many positionals, a parameter twice.
     bool bind(py::handle args, py::handle kwargs, PyObject** value) const;
-    std::size_t size() const { return names_.size(); }
 
   private:
     std::vector<PyObject*> names_;  // interned
     std::size_t positional_;        // how many may come by position
 };
 
-// An exact ndarray (no subclass) the kernels read as it is: floating, native byte order, aligned.
+// An exact ndarray (no subclass) the kernels read as it is: aligned, of a dtype the bindings take
+// (float_dtype: float32/64/16, bfloat16, native byte order).
 struct FloatArray {
     py::array array;  // a borrowed view of the caller's object, no conversion
     DType dtype;
@@ -62,11 +62,8 @@ bool in_place(PyObject* out, const py::array& x);
 // Whether positions offset + k, k < count, stay exact in float64 (`_checks.offset`).
 bool exact_positions(std::int64_t offset, std::int64_t count);
 
-// [lowest, highest) byte addresses `a`'s elements occupy (empty: lowest == highest).
-struct ByteRange {
-    std::uintptr_t lowest, highest;
-};
-ByteRange byte_range(const py::array& a);
+// Whether a and b certainly share no byte: their address ranges do not meet (views that interleave
+// without sharing count as overlapping; the lane then declines and the Python layer decides exactly).
 bool disjoint(const py::array& a, const py::array& b);
 
 // A table a lane asks its Python helper for (frequencies, slopes), kept while the key repeats, as it does
