@@ -376,7 +376,37 @@ class Spec:
                 # the exact alias is allowed (in place)
                 alias = good.copy()
                 self.same(f"{arg}-is-{name}", clean={name: good.copy()}, **{name: alias, arg: alias})
+        # Every other array of the baseline call (see read).
+        for name, value in self.baseline.items():
+            if name not in self.outs and isinstance(value, np.ndarray):
+                self.read(name, value, arg)
         return self
+
+    def read(self, name: str, value: np.ndarray, arg: str = "out") -> "Spec":
+        """An array argument the kernel reads (positions, slopes, coords, a table...), given as ``value``: whatever
+        its shape and dtype, refused when its memory lies inside ``out`` or inside the input ``out`` aliases in
+        place (the kernel would read values it has already written). Call after :meth:`out`."""
+        shape, dtype, inputs = self.outs[arg]
+        aliased = [n for n in inputs if np.shape(self.baseline[n]) == shape]
+        if name in aliased or value.size == 0:
+            return self
+        holder = np.full(shape, 7, dtype)
+        if holder.nbytes >= value.nbytes:
+            self.raises(f"{arg}-holds-{name}-{value.dtype}", ValueError, "overlaps",
+                        **{name: inside(holder, value), arg: holder})
+        for x_name in aliased:
+            buf = np.array(self.baseline[x_name], dtype)
+            if buf.nbytes >= value.nbytes:
+                self.raises(f"{x_name}-holds-{name}-{value.dtype}-in-place", ValueError, "overlaps",
+                            **{name: inside(buf, value), x_name: buf, arg: buf})
+        return self
+
+
+def inside(holder: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """``value``'s values in a view of the first bytes of ``holder`` (C-contiguous, large enough)."""
+    view = holder.reshape(-1).view(np.uint8)[:value.nbytes].view(value.dtype).reshape(value.shape)
+    view[...] = value
+    return view
 
 
 # ------------------------------------------------------------------ expectations

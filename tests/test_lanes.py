@@ -185,7 +185,7 @@ ODD_OFFSETS = [2**53, 2**53 - 1, -(2**53), True, np.int64(5), 5.0, 2**70]
 ODD_BASES = [1.0, -2.0, math.nan, math.inf, np.float64(1e4), 10**400, "1e4"]
 ODD_FLAGS = [np.bool_(True), 1, None]
 ODD_OUTS = ["other", "view"]
-ODD_POSITIONS = [">i8", "two-rows", "float", "list", "bool"]
+ODD_POSITIONS = [">i8", "two-rows", "float", "list", "bool", "of x"]
 ODD_EXTRAS = [{"rotary_dim": 4}, {"inv_freq": None}, {"mrope_interleaved": True}, {"attention_scaling": 1.0},
               {"bogus": 1}, {"scaling": {"rope_type": "linear", "factor": 2.0}}]
 ODD_OPERANDS = [dict(dtype="int32"), dict(dtype=">f4"), dict(layout="sliced"), dict(layout="unaligned"),
@@ -202,7 +202,11 @@ def _kwargs(recipe: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in recipe.items() if not (isinstance(v, str) and v == ABSENT)}
 
 
-def _positions(choice: str, seq: int) -> Any:
+def _positions(choice: str, seq: int, x: Any = None) -> Any:
+    if choice == "of x" and isinstance(x, np.ndarray) and x.flags.c_contiguous and x.nbytes >= 8 * seq:
+        view = x.reshape(-1).view(np.uint8)[:8 * seq].view(np.int64)  # integer positions in x's first bytes
+        view[...] = np.arange(seq)
+        return view
     return {"none": None, "int64": np.arange(seq), "int32-row": np.arange(seq, dtype=np.int32)[None],
             "uint8-strided": np.arange(2 * seq, dtype=np.uint8)[::2], ">i8": np.arange(seq, dtype=">i8"),
             "two-rows": np.arange(2 * seq).reshape(2, seq), "float": np.arange(seq, dtype=np.float64),
@@ -224,7 +228,7 @@ def rope_call(r: Dict[str, Any]) -> Call:
     x = _operand(r["x"])
     kwargs = _kwargs(dict(offset=r["offset"], base=r["base"], interleaved=r["interleaved"], inverse=r["inverse"],
                           seq_axis=r["seq_axis"], out=_out(r["out"], x), **r["extra"]))
-    p = _positions(r["positions"], _seq(x, r["seq_axis"]))
+    p = _positions(r["positions"], _seq(x, r["seq_axis"]), x)
     if isinstance(p, str):
         return (x,), kwargs
     return ((x, p), kwargs) if r["positional"] else ((x,), dict(kwargs, positions=p))
@@ -236,7 +240,7 @@ def rope_qk_call(r: Dict[str, Any]) -> Call:
     k = {"q itself": q, "view of q": q[...]}.get(r["k"]) if isinstance(r["k"], str) else _operand(r["k"])
     kwargs = _kwargs(dict(offset=r["offset"], base=r["base"], seq_axis=r["seq_axis"], out_q=_out(r["out_q"], q),
                           out_k=q if r["out_k"] == "q" else _out(r["out_k"], k), **r["xpos"], **r["extra"]))
-    p = _positions(r["positions"], _seq(q, r["seq_axis"]))
+    p = _positions(r["positions"], _seq(q, r["seq_axis"]), q)
     return ((q, k), kwargs) if isinstance(p, str) else ((q, k, p), kwargs)
 
 

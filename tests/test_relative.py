@@ -1197,6 +1197,7 @@ def spec_alibi_bias() -> Spec:
     _slopes(s, 3)
     s.raises("dtype-int", TypeError, "dtype", dtype=np.int32)
     s.out((3, 2, 4), F32)
+    s.read("slopes", np.array([0.5, 0.25, 0.125]))
     return s
 
 
@@ -1233,6 +1234,7 @@ def spec_add_alibi() -> Spec:
     s.flag("symmetric")
     _slopes(s, 3)
     s.out(scores.shape, F32, inputs=["scores"])
+    s.read("slopes", np.array([0.5, 0.25, 0.125]))
     s.raises("num_heads-not-a-divisor", ValueError, "num_heads", num_heads=2)
     s.raises("num_heads-zero", ValueError, "num_heads", num_heads=0)
     s.raises("num_heads-float", TypeError, "num_heads", num_heads=3.0)

@@ -1079,6 +1079,8 @@ def spec_apply_rope() -> Spec:
            seq_axis=-2, offset=OFFSETS)
     _rope_common(s, "x")
     s.out(x.shape, F32, inputs=["x"])
+    s.read("positions", np.arange(4)).read("positions", np.arange(4.0)).read("offset", OFFSETS)
+    s.read("inv_freq", np.array([1.0, 0.1, 0.01]))
     in_place_variants(s, {"x": "out"})
     return s
 
@@ -1104,6 +1106,7 @@ def spec_apply_rope_qk() -> Spec:
     _rope_common(s, "q")
     s.out(q.shape, F32, inputs=["q"], arg="out_q")
     s.out(k.shape, F32, inputs=["k"], arg="out_k")
+    s.read("positions", np.arange(4.0), arg="out_q").read("positions", np.arange(4.0), arg="out_k")
     buf = np.zeros(2 * 4 * 3 * 6, F32)
     s.raises("out_q-is-out_k", ValueError, "out", q=rand(2, 4, 3, 6), k=rand(2, 4, 3, 6),
              out_q=buf.reshape(2, 4, 3, 6), out_k=buf.reshape(2, 4, 3, 6))

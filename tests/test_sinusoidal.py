@@ -359,6 +359,7 @@ def spec_add_sinusoidal() -> Spec:
                        ("str", "1", TypeError), ("complex", 1j, TypeError)]:
         s.raises(f"scale-{id}", exc, "scale", scale=v)
     s.out(x.shape, F32, inputs=["x"])
+    s.read("positions", np.arange(5.0))
     return s
 
 

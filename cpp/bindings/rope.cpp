@@ -287,7 +287,14 @@ struct LaneAngles {
     double start = 0.0;
     bool given = false;  // positions given (else start + arange)
     std::vector<double> positions;
+    PyObject* given_positions = nullptr;  // the caller's array (an exact ndarray) when given
     py::object freqs;  // held for the call: the memo may move on while the kernel runs without the GIL
+
+    // Whether an operand written in place shares no byte with the positions given (the Python layer refuses
+    // the overlap, though the lane reads them first).
+    bool apart_from(const py::array& written) const {
+        return !given || lane::disjoint(written, py::reinterpret_borrow<py::array>(given_positions));
+    }
 
     RopeArgs args(const GroupedRows& x) const {
         const std::int64_t half = x.cols() / 2;
@@ -316,6 +323,7 @@ bool lane_angles(PyObject* const* v, const py::array& x, LaneAngles& a) {
         return false;
     } else {
         a.given = true;
+        a.given_positions = v[kPositions];
     }
     a.freqs = lane::rope_frequencies().get(dim, *base, v[kBase]);
     a.seq_axis = *seq_axis;
@@ -330,7 +338,8 @@ py::object lane_apply_rope(py::handle args, py::handle kwargs) {
     const auto x = apply_rope_signature().bind(args, kwargs, v) ? lane::float_array(v[0]) : std::nullopt;
     LaneAngles angles;
     PyObject* out = v[kShared + 1];
-    if (!x || !lane_angles(v + 1, x->array, angles) || !(lane::is_none(out) || lane::in_place(out, x->array)))
+    if (!x || !lane_angles(v + 1, x->array, angles) ||
+        !(lane::is_none(out) || (lane::in_place(out, x->array) && angles.apart_from(x->array))))
         return py::none();
     try {
         py::array dest = lane::is_none(out) ? lane::result_like(x->array) : x->array;
@@ -357,7 +366,8 @@ py::object lane_apply_rope_qk(py::handle args, py::handle kwargs) {
     PyObject *out_q = v[kShared + 4], *out_k = v[kShared + 5];
     if (ka.shape(nd - 1) != qa.shape(nd - 1) || ka.shape(nd + angles.seq_axis) != qa.shape(nd + angles.seq_axis) ||
         !lane::is_none(v[kShared + 2]) || !center || *center != 0.0 ||
-        !(lane::is_none(out_q) || lane::in_place(out_q, qa)) || !(lane::is_none(out_k) || lane::in_place(out_k, ka)) ||
+        !(lane::is_none(out_q) || (lane::in_place(out_q, qa) && angles.apart_from(qa))) ||
+        !(lane::is_none(out_k) || (lane::in_place(out_k, ka) && angles.apart_from(ka))) ||
         ((!lane::is_none(out_q) || !lane::is_none(out_k)) && !lane::disjoint(qa, ka)))
         return py::none();
     try {

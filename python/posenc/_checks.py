@@ -286,22 +286,26 @@ def out_target(
     dtype: np.dtype,
     inputs: Sequence[Tuple[np.ndarray, str]] = (),
     name: str = "out",
+    reads: Sequence[Tuple[Any, str]] = (),
 ) -> Optional[Out]:
-    """:func:`output` as an :class:`Out` record (None if ``out`` is None)."""
+    """:func:`output` as an :class:`Out` record (None if ``out`` is None). ``reads``: the caller's other
+    arguments the kernel reads (positions, coords, slopes...), as given: ``out`` must not overlap them."""
     if out is None:
         return None
-    if inputs and out is inputs[0][0] and _whole(out):
-        return _new_out((out, out))  # in place on the (contiguous) input itself: nothing can go wrong
-    return _new_out((output(out, shape, dtype, inputs, name), out))
+    if inputs and out is inputs[0][0] and _whole(out) and out.shape == tuple(shape) and out.dtype == dtype:
+        _apart(out, [*inputs[1:], *reads], name)  # in place on the (contiguous) input itself
+        return _new_out((out, out))
+    return _new_out((output(out, shape, dtype, [*inputs, *reads], name), out))
 
 
 def out_like(out: Any, x: np.ndarray, x_name: str = "x", name: str = "out",
-             others: Sequence[Tuple[np.ndarray, str]] = ()) -> Optional[Out]:
+             others: Sequence[Tuple[Any, str]] = ()) -> Optional[Out]:
     """``out_target(out, x.shape, x.dtype, [(x, x_name), *others], name)``, its arguments built only when
     needed (not for None or ``x`` itself: a decode step's in-place call)."""
     if out is None:
         return None
     if out is x and _whole(x):
+        _apart(x, others, name)
         return _new_out((x, x))
     return _new_out((output(out, x.shape, x.dtype, [(x, x_name), *others], name), out))
 
@@ -316,7 +320,7 @@ def output(
     out: Any,
     shape: Sequence[int],
     dtype: np.dtype,
-    inputs: Sequence[Tuple[np.ndarray, str]] = (),
+    inputs: Sequence[Tuple[Any, str]] = (),
     name: str = "out",
 ) -> Optional[np.ndarray]:
     """Check a caller's ``out``: exact shape and dtype, writeable, no partial overlap.
@@ -343,7 +347,18 @@ def output(
         raise ValueError(f"{name} is read-only")
     if _self_overlapping(arr):
         raise ValueError(f"{name} overlaps itself: elements share memory (a zero or too small stride, strides {arr.strides})")
-    for inp, inp_name in inputs:
+    _apart(arr, inputs, name)
+    return arr
+
+
+def _apart(arr: np.ndarray, inputs: Sequence[Tuple[Any, str]], name: str) -> None:
+    """Refuse an input that overlaps ``arr``, the array written, without being exactly it (the same
+    memory, strides, shape and dtype): the kernel would read values it has already written. An input is
+    an array or any argument as the caller gave it; one that exposes no memory (None, a number, a list)
+    cannot overlap."""
+    for given, inp_name in inputs:
+        inp = given if isinstance(given, np.ndarray) else (
+            as_array(given, inp_name) if given is not None and _exposes_memory(given) else None)
         if inp is None or arr is inp or not np.may_share_memory(arr, inp):
             continue
         identical = (
@@ -354,7 +369,6 @@ def output(
         )
         if not identical and _overlap(arr, inp):
             raise ValueError(f"{name} overlaps {inp_name} without being the same array")
-    return arr
 
 
 def _exposes_memory(value: Any) -> bool:

@@ -55,7 +55,7 @@ def embedding_lookup(table: Any, positions: Any, *, out: Any = None) -> Any:
     check_range(pos, tab.shape[0])
     shape = tuple(pos.shape) + (tab.shape[1],)
     _checks.result_size(shape, tab.dtype, "the result")
-    target = _checks.out_target(out, shape, tab.dtype)
+    target = _checks.out_target(out, shape, tab.dtype, reads=[(pos, "positions")])
     refuse_table_overlap(target, tab)
     return EmbeddingLookup(tab, flat_positions(pos), shape, target)
 
@@ -108,7 +108,7 @@ def embedding_add(x: Any, table: Any, positions: Any, *, out: Any = None) -> Any
     pos = _checks.integer_array(positions, "positions")
     trailing_positions(pos, tuple(xa.shape[:-1]), "x")
     check_range(pos, tab.shape[0])
-    target = _checks.out_target(out, xa.shape, xa.dtype, [(xa, "x")])
+    target = _checks.out_target(out, xa.shape, xa.dtype, [(xa, "x")], reads=[(pos, "positions")])
     refuse_table_overlap(target, tab)
     return EmbeddingAdd(xa, tab, flat_positions(pos), tuple(pos.shape), target)
 

@@ -168,7 +168,7 @@ def _bias_table(table: Any) -> np.ndarray:
 
 
 def _scores(scores: Any, *, offset: Any, heads: Optional[int], out: Any,
-            inputs: Sequence[Tuple[np.ndarray, str]] = (),
+            inputs: Sequence[Tuple[Any, str]] = (),
             num_heads: Any = None) -> Tuple[np.ndarray, DistanceGrid, Optional[Out]]:
     """Attention scores ``[..., heads, q, k]`` (``heads`` of them if given), their grid and the ``out`` to write.
 
@@ -661,7 +661,7 @@ __GRID_PARAMETERS__
     dt = _checks.float_dtype(dtype)
     shape = (heads, grid.q_len, grid.k_len)
     _checks.result_size(shape, dt, "the bias")
-    return AlibiBias(s, grid, symmetric, dt, _checks.out_target(out, shape, dt))
+    return AlibiBias(s, grid, symmetric, dt, _checks.out_target(out, shape, dt, reads=[(slopes, "slopes")]))
 
 
 @entry
@@ -698,5 +698,5 @@ __SCORES_OUT__
     [-1.0, -0.75, -0.5, -0.25, 0.0]
     """
     symmetric = _checks.boolean(symmetric, "symmetric")
-    s, grid, target = _scores(scores, offset=offset, heads=None, out=out, num_heads=num_heads)
+    s, grid, target = _scores(scores, offset=offset, heads=None, out=out, num_heads=num_heads, inputs=[(slopes, "slopes")])
     return new_alibi_add((s, grid, head_slopes(slopes, heads=s.shape[-3]), symmetric, target))

@@ -21,7 +21,7 @@ import numpy as np
 from . import _checks
 from ._api import entry
 from ._plans.rope import (DEFAULT_BASE, SEQ_DEPENDENT, RopeCosSin, RopeParams, RopeRotationQK, _pair_axes,
-                          config_rotary, cos_sin, parse_scaling, positions_from_cu_seqlens, rope_inv_freq, rope_params, rotation,
+                          caller_arrays, config_rotary, cos_sin, parse_scaling, positions_from_cu_seqlens, rope_inv_freq, rope_params, rotation,
                           rotation_qk, scheme_frequencies, xpos_args, xpos_rotations)
 
 __all__ = ["RotaryEmbedding", "apply_rope", "apply_rope_qk", "positions_from_cu_seqlens", "rope_cos_sin",
@@ -184,7 +184,8 @@ __ROTATED_X__ x
                          inv_freq=inv_freq, attention_scaling=attention_scaling, rotary_dim=rotary_dim,
                          interleaved=interleaved, seq_axis=seq_axis, inverse=inverse, mrope_section=mrope_section,
                          mrope_interleaved=mrope_interleaved, cos=cos, sin=sin)
-    return rotation(xa, out, params)
+    return rotation(xa, out, params, reads=caller_arrays(positions=positions, offset=offset, inv_freq=inv_freq,
+                                                         cos=cos, sin=sin))
 
 
 @entry
@@ -258,10 +259,11 @@ mrope_section, mrope_interleaved, cos, sin
                          interleaved=interleaved, seq_axis=seq_axis, inverse=inverse, mrope_section=mrope_section,
                          mrope_interleaved=mrope_interleaved, cos=cos, sin=sin)
     xpos = xpos_args(xpos_scale_base, xpos_center)
+    reads = caller_arrays(positions=positions, offset=offset, inv_freq=inv_freq, cos=cos, sin=sin)
     if xpos is None:
-        return rotation_qk(qa, ka, params, out_q=out_q, out_k=out_k)
+        return rotation_qk(qa, ka, params, out_q=out_q, out_k=out_k, reads=reads)
     pq, pk = xpos_rotations(params, qa.shape[params.seq_axis], *xpos)
-    return rotation_qk(qa, ka, pq, params_k=pk, out_q=out_q, out_k=out_k)
+    return rotation_qk(qa, ka, pq, params_k=pk, out_q=out_q, out_k=out_k, reads=reads)
 
 
 @entry
@@ -479,11 +481,12 @@ class RotaryEmbedding:
             params = params._replace(inv_freq=self.inv_freq, scale=self.attention_scaling)
         xpos = None if self.xpos_scale_base is None and type(xpos_center) is int and xpos_center == 0 else (
             xpos_args(self.xpos_scale_base, xpos_center))
+        reads = caller_arrays(positions=positions, offset=offset)
         if xpos is None:
-            plan: RopeRotationQK = rotation_qk(qa, ka, params, out_q=out_q, out_k=out_k)
+            plan: RopeRotationQK = rotation_qk(qa, ka, params, out_q=out_q, out_k=out_k, reads=reads)
         else:
             pq, pk = xpos_rotations(params, qa.shape[params.seq_axis], *xpos)
-            plan = rotation_qk(qa, ka, pq, params_k=pk, out_q=out_q, out_k=out_k)
+            plan = rotation_qk(qa, ka, pq, params_k=pk, out_q=out_q, out_k=out_k, reads=reads)
         return _execute(plan)  # type: ignore[no-any-return]
 
     def cos_sin(self, positions: Any, dtype: Any = np.float32) -> Tuple[np.ndarray, np.ndarray]:

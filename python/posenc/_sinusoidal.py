@@ -73,7 +73,8 @@ def sinusoidal(
     dt = _checks.float_dtype(dtype)
     _checks.result_size((n, dim), dt, "the table")
     inv_freq = frequencies(dim, _checks.base(base), _checks.choice(freq_rule, "freq_rule", FREQ_RULES))
-    return SinusoidalTable(pos, n, inv_freq, interleaved, dt, _checks.out_target(out, (n, dim), dt))
+    target = _checks.out_target(out, (n, dim), dt, reads=[(positions, "positions")])
+    return SinusoidalTable(pos, n, inv_freq, interleaved, dt, target)
 
 
 @entry
@@ -136,7 +137,8 @@ def add_sinusoidal(
         if pos is None:
             pos = np.arange(n, dtype=np.float64)
     scale = _checks.real(scale, "scale")
-    return new_add((xa, pos, float(start), inv_freq, interleaved, scale, _checks.out_like(out, xa)))
+    target = _checks.out_like(out, xa, others=[(positions, "positions")])
+    return new_add((xa, pos, float(start), inv_freq, interleaved, scale, target))
 
 
 F = TypeVar("F", bound=Callable[..., Any])

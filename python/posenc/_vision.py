@@ -87,7 +87,8 @@ def sinusoidal_nd(
     _checks.result_size(shape, dt, "the encoding")
     values = _checks.position_values(arr, "coords").reshape(-1, len(dims))
     freqs = tuple(frequencies(d, b, "vaswani") for d in dims)
-    return SinusoidalRows(values, freqs, interleaved, shape, dt, _checks.out_target(out, shape, dt))
+    target = _checks.out_target(out, shape, dt, reads=[(arr, "coords")])
+    return SinusoidalRows(values, freqs, interleaved, shape, dt, target)
 
 
 def _grid_size(value: Any, name: str) -> Tuple[int, int]:
@@ -499,4 +500,4 @@ def detr_sine(
         m = mask.astype(np.int64)
         y_count, x_count = np.cumsum(m, axis=1), np.cumsum(m, axis=2)
     return DetrSine(y_count, x_count, result, detr_dim_t(feats, temp), normalize, factor, dt,
-                    _checks.out_target(out, result, dt))
+                    _checks.out_target(out, result, dt, reads=[(valid, "valid")]))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
-from typing import Any, Dict, FrozenSet, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -869,9 +869,16 @@ def _offset_rows(offset: Any, operands: Sequence[Tuple[np.ndarray, str]], seq_ax
     return np.ascontiguousarray(np.broadcast_to(rows, (axes,) + rows.shape))
 
 
-def rotation(x: np.ndarray, out: Any, params: RopeParams, name: str = "x", out_name: str = "out") -> RopeRotation:
-    """One operand's plan: ``x`` (checked by :func:`rope_params`) and its ``out``."""
-    return _new_rotation((x, params, _checks.out_like(out, x, name, out_name)))
+def rotation(x: np.ndarray, out: Any, params: RopeParams, name: str = "x", out_name: str = "out",
+             reads: Sequence[Tuple[Any, str]] = ()) -> RopeRotation:
+    """One operand's plan: ``x`` (checked by :func:`rope_params`) and its ``out``, which must not overlap
+    ``reads``: the caller's other arguments as given (positions, tables...)."""
+    return _new_rotation((x, params, _checks.out_like(out, x, name, out_name, reads)))
+
+
+def caller_arrays(**given: Any) -> List[Tuple[Any, str]]:
+    """The arguments given (as ``name=value``) that are not None, for ``reads``."""
+    return [(value, name) for name, value in given.items() if value is not None]
 
 
 _new_rotation = functools.partial(tuple.__new__, RopeRotation)  # (x, params, out), as _new_params
@@ -879,11 +886,11 @@ _new_rotation_qk = functools.partial(tuple.__new__, RopeRotationQK)  # (q, k)
 
 
 def rotation_qk(q: np.ndarray, k: np.ndarray, params: RopeParams, *, out_q: Any, out_k: Any,
-                params_k: Optional[RopeParams] = None) -> RopeRotationQK:
+                params_k: Optional[RopeParams] = None, reads: Sequence[Tuple[Any, str]] = ()) -> RopeRotationQK:
     """Both operands' plans (k by ``params_k`` when given: xPos); every argument of both checked before
     anything is written."""
-    pq = rotation(q, out_q, params, "q", "out_q")
-    pk = rotation(k, out_k, params if params_k is None else params_k, "k", "out_k")
+    pq = rotation(q, out_q, params, "q", "out_q", reads)
+    pk = rotation(k, out_k, params if params_k is None else params_k, "k", "out_k", reads)
     # Each out may be its own input, not the other operand nor the other out (one pass writes both).
     oq = None if pq.out is None else pq.out.array
     ok = None if pk.out is None else pk.out.array
