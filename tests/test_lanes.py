@@ -110,7 +110,7 @@ def agree(name: str, make: Callable[[], Call]) -> bool:
 def test_lanes_bind_the_public_signatures():
     """A lane binds exactly its public function's parameters (a renamed one must not be taken by its old name)."""
     lanes = _backend.native.LANE_PARAMETERS
-    assert set(lanes) == {"apply_rope", "apply_rope_qk", "add_alibi", "add_sinusoidal"}
+    assert set(lanes) == {"apply_rope", "apply_rope_qk", "apply_rope_nd", "add_alibi", "add_sinusoidal"}
     for name, (names, positional) in lanes.items():
         parameters = inspect.signature(getattr(posenc, name)).parameters.values()
         assert names == tuple(p.name for p in parameters), name
@@ -140,6 +140,14 @@ def _rope_qk(q_shape: Tuple[int, ...], k_shape: Tuple[int, ...], dtype: str, in_
     return make
 
 
+def _nd(x: Callable[[], np.ndarray], coords: Callable[[], np.ndarray], axes_dims: Tuple[int, ...], in_place: bool = False,
+        **kwargs: Any) -> Callable[[], Call]:
+    def make() -> Call:
+        a = x()
+        return (a, coords(), posenc.rope_axial_freqs(axes_dims)), dict(kwargs, out=a) if in_place else kwargs
+    return make
+
+
 COMMON = [
     ("apply_rope", _in_place(_x((1, 1, 1, 128)), offset=4000)),
     ("apply_rope", lambda: ((_array((2, 5, 3, 16), "float64", "c", 3),), dict(offset=7))),
@@ -150,6 +158,12 @@ COMMON = [
     ("apply_rope_qk", _rope_qk((1, 1, 32, 128), (1, 1, 8, 128), "float32", True, positions=np.array([[4000]]))),
     ("apply_rope_qk", _rope_qk((2, 4, 6, 16), (2, 4, 2, 16), "float64", False, offset=9, xpos_center=0)),
     ("apply_rope_qk", _rope_qk((3, 4, 2, 8), (3, 4, 1, 8), "float16", True, seq_axis=-3, interleaved=True)),
+    ("apply_rope_nd", _nd(_x((1, 16, 2, 16), seed=8), lambda: posenc.rope_grid_coords((1, 4, 4)), (4, 6, 6),
+                          in_place=True, interleaved=True)),
+    ("apply_rope_nd", _nd(_x((2, 3, 5, 8), "float64", seed=9), lambda: np.linspace(0, 7, 10).reshape(5, 2), (4, 4),
+                          seq_axis=-2, inverse=True)),
+    ("apply_rope_nd", _nd(_x((5, 3, 12), "float16", "f", 10), lambda: np.arange(15, dtype=np.int32).reshape(5, 3),
+                          (2, 2, 4))),
     ("add_alibi", _in_place(_x((1, 1, 1, 8)), offset=7)),
     ("add_alibi", lambda: ((_array((2, 4, 3, 7), "float64", "f", 6),), dict(symmetric=True, offset=-2))),
     ("add_sinusoidal", _in_place(_x((1, 1, 64)), offset=4000)),
@@ -159,6 +173,8 @@ if BFLOAT16 is not None:
     COMMON += [
         ("apply_rope", _in_place(_x((1, 3, 2, 16), "bfloat16"), offset=2**40)),
         ("add_sinusoidal", _in_place(_x((2, 3, 8), "bfloat16"), scale=0.5)),
+        ("apply_rope_nd", _nd(_x((2, 6, 3, 16), "bfloat16", seed=11), lambda: np.arange(12).reshape(6, 2) * 4096,
+                              (8, 8), in_place=True, interleaved=True)),
     ]
 
 
@@ -260,6 +276,38 @@ def sinusoidal_call(r: Dict[str, Any]) -> Call:
                               scale=r["scale"], out=_out(r["out"], x)))
 
 
+def _coords(choice: str, x: np.ndarray, seq: int) -> Any:
+    """coords [seq, 2] for the recipe's freqs (two axes), or an odd one."""
+    grid = np.arange(2 * seq).reshape(seq, 2)
+    if choice == "of x" and x.ndim == 4 and x.shape[1] == seq and x.shape[3] >= 2:  # a view of x's memory
+        return x[0, :, 0, :2]
+    return {"int64": grid, "float64": grid / 3.0, "float32": (grid / 3.0).astype(np.float32), "uint8-strided":
+            np.arange(4 * seq, dtype=np.uint8).reshape(seq, 4)[:, ::2], "fortran": np.asfortranarray(grid),
+            ">i8": grid.astype(">i8"), "float16": grid.astype(np.float16), "nan": np.where(grid == 1, np.nan, grid),
+            "inf": np.where(grid == 1, np.inf, grid), "huge": grid * 3e307, "huge negative": grid * -3e307, "one row": grid[:1],
+            "three axes": np.arange(3 * seq).reshape(seq, 3), "batched": grid[None], "flat": grid.reshape(-1),
+            "list": grid.tolist(), "bool": grid > 1, "object": grid.astype(object)}.get(choice, choice)
+
+
+def _freqs(choice: str) -> Any:
+    """freqs [2, 4] (two axes, four pairs), or an odd one."""
+    f = posenc.rope_axial_freqs((4, 4), base=100.0)
+    return {"shared": f, "per head": np.stack([f, f / 2]), "int": np.ones((2, 4), np.int64), "float32":
+            f.astype(np.float32), "nan": np.where(f > 0.5, np.nan, f), "fortran": np.asfortranarray(f), ">f8":
+            f.astype(">f8"), "strided": np.repeat(f, 2, axis=1)[:, ::2], "five pairs": np.ones((2, 5)), "flat":
+            f.reshape(-1), "no pairs": f[:, :0], "huge": f * 1e306, "list": f.tolist()}.get(choice, choice)
+
+
+def rope_nd_call(r: Dict[str, Any]) -> Call:
+    """apply_rope_nd(x, coords, freqs, interleaved=, seq_axis=, inverse=, out=), coords and freqs positional or
+    by keyword."""
+    x = _operand(r["x"])
+    kwargs = _kwargs(dict(interleaved=r["interleaved"], inverse=r["inverse"], seq_axis=r["seq_axis"],
+                          out=_out(r["out"], x)))
+    coords, freqs = _coords(r["coords"], x, _seq(x, r["seq_axis"])), _freqs(r["freqs"])
+    return ((x, coords, freqs), kwargs) if r["positional"] else ((x,), dict(kwargs, coords=coords, freqs=freqs))
+
+
 # name: (the call, a plain recipe, the odd values of each argument)
 LANES: Dict[str, Tuple[Callable[[Dict[str, Any]], Call], Dict[str, Any], Dict[str, List[Any]]]] = {
     "apply_rope": (rope_call, dict(x={}, positions=ABSENT, positional=False, offset=5, base=10000.0, interleaved=False,
@@ -277,6 +325,16 @@ LANES: Dict[str, Tuple[Callable[[Dict[str, Any]], Call], Dict[str, Any], Dict[st
                            positions=ODD_POSITIONS, offset=ODD_OFFSETS + [5], base=ODD_BASES, seq_axis=[-1, -3.0],
                            xpos=[{"xpos_scale_base": 512.0}, {"xpos_center": 1}, {"xpos_center": False}],
                            extra=ODD_EXTRAS, out_q=ODD_OUTS, out_k=ODD_OUTS + ["q"])),
+    "apply_rope_nd": (rope_nd_call, dict(x={}, coords="int64", freqs="shared", positional=True, interleaved=False,
+                                         inverse=True, seq_axis=-3, out="self"),
+                      dict(x=ODD_OPERANDS + [dict(dtype="float16", layout="f"), dict(shape=(2, 3, 2, 10))],
+                           coords=["float64", "float32", "uint8-strided", "fortran", ">i8", "float16", "nan", "inf",
+                                   "huge", "huge negative", "one row", "three axes", "batched", "flat", "list", "bool", "object",
+                                   "of x"],
+                           freqs=["per head", "int", "float32", "nan", "fortran", ">f8", "strided", "five pairs", "flat",
+                                  "no pairs", "huge", "list"],
+                           positional=[False], interleaved=ODD_FLAGS, inverse=ODD_FLAGS,
+                           seq_axis=[-1, -2, np.int64(-3), -3.0, None], out=ODD_OUTS)),
     "add_alibi": (alibi_call, dict(scores={}, offset=-3, symmetric=True, slopes=None, num_heads=ABSENT, out="self"),
                   dict(scores=ODD_OPERANDS + [dict(dtype="float16"), dict(shape=(2, 0, 3, 8))], offset=ODD_OFFSETS,
                        symmetric=ODD_FLAGS, slopes=["given"], num_heads=[None, 1], out=ODD_OUTS)),

@@ -67,8 +67,10 @@ bool Signature::bind(py::handle args, py::handle kwargs, PyObject** value) const
     return true;
 }
 
+bool is_array(PyObject* value) { return value != nullptr && Py_TYPE(value) == npy::get().PyArray_Type_; }
+
 std::optional<FloatArray> float_array(PyObject* value) {
-    if (value == nullptr || Py_TYPE(value) != npy::get().PyArray_Type_) return std::nullopt;
+    if (!is_array(value)) return std::nullopt;
     if (!(py::detail::array_proxy(value)->flags & npy::NPY_ARRAY_ALIGNED_)) return std::nullopt;
     auto array = py::reinterpret_borrow<py::array>(value);
     try {  // the bindings' own reading of the dtype (a TypeError for anything else: declined)

@@ -49,6 +49,9 @@ struct FloatArray {
 };
 std::optional<FloatArray> float_array(PyObject* value);
 
+// Whether value is an exact ndarray (no subclass).
+bool is_array(PyObject* value);
+
 // The lane's reading of the plain arguments: absent takes the default; any other type declines (nullopt).
 bool is_none(PyObject* value);                                         // absent or None
 std::optional<bool> flag(PyObject* value, bool absent);                // exactly True or False
