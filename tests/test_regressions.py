@@ -205,3 +205,25 @@ def test_posenc_imports_and_works_without_docstrings():
         print("imported")
         """))
     assert r.returncode == 0 and r.stdout.strip() == "imported", r.stderr
+
+
+def test_in_place_outs_refuse_arguments_inside_them(backend):
+    # Were accepted: out was x itself, so the check of the other arguments was skipped, and a float64
+    # positions (coords, slopes) view of x was read while being rotated or added to (different results
+    # from the same call on copies). The hostile table now tries every array argument inside out.
+    x = np.random.default_rng(0).standard_normal((2, 6, 2, 8))
+    rows = x[0, :, 0]  # [6, 8]
+    for call in (lambda: posenc.apply_rope(x, x[0, :, 0, 0], out=x),
+                 lambda: posenc.apply_rope_qk(x, x.copy(), positions=x[0, :, 0, 0], out_q=x),
+                 lambda: posenc.RotaryEmbedding(8)(x, x.copy(), positions=x[0, :, 0, 0], out_q=x),
+                 lambda: posenc.apply_rope_nd(x, x[0, :, 0, :2], posenc.rope_axial_freqs((4, 4)), out=x),
+                 lambda: posenc.add_sinusoidal(rows, positions=rows[:, 0], out=rows),
+                 lambda: posenc.add_alibi(x, slopes=x[0, :, 0, 0], out=x)):
+        before = x.copy()
+        with pytest.raises(ValueError, match="overlaps"):
+            call()
+        assert np.array_equal(x, before)
+    # An out of another shape than the input it is (the fast path skipped the shape check).
+    table = np.ones((5, 4), np.float32)
+    with pytest.raises(ValueError, match="out must have shape"):
+        posenc.relative_embeddings(table, 3, 3, max_relative_position=2, out=table)
