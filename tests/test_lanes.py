@@ -219,7 +219,8 @@ def _kwargs(recipe: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _positions(choice: str, seq: int, x: Any = None) -> Any:
-    if choice == "of x" and isinstance(x, np.ndarray) and x.flags.c_contiguous and x.nbytes >= 8 * seq:
+    if choice == "of x" and isinstance(x, np.ndarray) and x.flags.c_contiguous and x.flags.writeable \
+            and x.nbytes >= 8 * seq:
         view = x.reshape(-1).view(np.uint8)[:8 * seq].view(np.int64)  # integer positions in x's first bytes
         view[...] = np.arange(seq)
         return view
