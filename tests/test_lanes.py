@@ -280,7 +280,7 @@ def sinusoidal_call(r: Dict[str, Any]) -> Call:
 def _coords(choice: str, x: np.ndarray, seq: int) -> Any:
     """coords [seq, 2] for the recipe's freqs (two axes), or an odd one."""
     grid = np.arange(2 * seq).reshape(seq, 2)
-    if choice == "of x" and x.ndim == 4 and x.shape[1] == seq and x.shape[3] >= 2:  # a view of x's memory
+    if choice == "of x" and x.ndim == 4 and x.size and x.shape[1] == seq and x.shape[3] >= 2:  # a view of x's memory
         return x[0, :, 0, :2]
     return {"int64": grid, "float64": grid / 3.0, "float32": (grid / 3.0).astype(np.float32), "uint8-strided":
             np.arange(4 * seq, dtype=np.uint8).reshape(seq, 4)[:, ::2], "fortran": np.asfortranarray(grid),
