@@ -569,6 +569,9 @@ def spec_sincos_2d() -> Spec:
                            ("inf", float("inf"), ValueError), ("str", "1", TypeError), ("bool", True, TypeError),
                            ("complex", 1j, TypeError)]:
             s.raises(f"{arg}-{id}", exc, arg, **{arg: v})
+    # Positions divided past float64's range (NaN angles): the fuzzer found the tiny scale.
+    s.raises("interpolation_scale-subnormal", ValueError, "interpolation_scale", interpolation_scale=1e-310)
+    s.raises("base_size-huge", ValueError, "base_size", base_size=1e308, interpolation_scale=0.1)
     s.same("base_size-int", clean={"base_size": 16.0}, base_size=16)
     s.raises("dtype-int", TypeError, "dtype", dtype=np.int32)
     s.out((12, 16), F32)

@@ -187,9 +187,14 @@ def sincos_2d(
 
     def positions(n: int) -> np.ndarray:
         p = np.arange(n, dtype=np.float64)
-        if size is not None:
-            p = p / (n / size)
-        return p / scale
+        with np.errstate(over="ignore"):
+            if size is not None:
+                p = p / (n / size)
+            p = p / scale
+        if n and not np.isfinite(p[-1]):  # the largest: the angles would be NaN
+            raise ValueError(f"interpolation_scale = {scale!r} and base_size = {size!r} put grid positions beyond "
+                             "float64's range")
+        return p
 
     blocks: List[GridBlock] = [GridBlock(1, positions(w), freqs), GridBlock(0, positions(h), freqs)]
     return SinusoidalGridRows((h, w), tuple(blocks), False, extra, dt, _checks.out_target(out, shape, dt))
