@@ -698,5 +698,6 @@ __SCORES_OUT__
     [-1.0, -0.75, -0.5, -0.25, 0.0]
     """
     symmetric = _checks.boolean(symmetric, "symmetric")
-    s, grid, target = _scores(scores, offset=offset, heads=None, out=out, num_heads=num_heads, inputs=[(slopes, "slopes")])
+    s, grid, target = _scores(scores, offset=offset, heads=None, out=out, num_heads=num_heads,
+                              inputs=[(slopes, "slopes")])
     return new_alibi_add((s, grid, head_slopes(slopes, heads=s.shape[-3]), symmetric, target))

@@ -21,8 +21,9 @@ import numpy as np
 from . import _checks
 from ._api import entry
 from ._plans.rope import (DEFAULT_BASE, SEQ_DEPENDENT, RopeCosSin, RopeParams, RopeRotationQK, _pair_axes,
-                          caller_arrays, config_rotary, cos_sin, parse_scaling, positions_from_cu_seqlens, rope_inv_freq, rope_params, rotation,
-                          rotation_qk, scheme_frequencies, xpos_args, xpos_rotations)
+                          caller_arrays, config_rotary, cos_sin, parse_scaling, positions_from_cu_seqlens,
+                          rope_inv_freq, rope_params, rotation, rotation_qk, scheme_frequencies, xpos_args,
+                          xpos_rotations)
 
 __all__ = ["RotaryEmbedding", "apply_rope", "apply_rope_qk", "positions_from_cu_seqlens", "rope_cos_sin",
            "rope_inv_freq"]

@@ -877,8 +877,8 @@ def rotation(x: np.ndarray, out: Any, params: RopeParams, name: str = "x", out_n
 
 
 def caller_arrays(**given: Any) -> List[Tuple[Any, str]]:
-    """The arguments given (as ``name=value``) that are not None, for ``reads``."""
-    return [(value, name) for name, value in given.items() if value is not None]
+    """The caller's arguments (``name=value``) as the ``(value, name)`` pairs ``reads`` takes."""
+    return [(value, name) for name, value in given.items()]
 
 
 _new_rotation = functools.partial(tuple.__new__, RopeRotation)  # (x, params, out), as _new_params
