@@ -37,7 +37,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 -m venv "$tmp/venv"
 "$tmp/venv/bin/python" -m pip install -q "${wheel}[bfloat16,plot,test]"
-cp -r tests README.md "$tmp/"
+cp -r tests README.md pyproject.toml "$tmp/"  # pyproject: the suite's pytest settings (its markers)
 cd "$tmp"
 "$tmp/venv/bin/python" - <<'PY'
 import posenc
