@@ -1,10 +1,17 @@
 // posenc/buffer.hpp — a typed per-call work array, allocated before any parallel region.
 //
 // Angle rows need doubles (Scratch), sorting and counting need integers or a
-// narrower accumulator. malloc'ed up front: a failed allocation is
+// narrower accumulator. Allocated up front: a failed allocation is
 // std::bad_alloc (MemoryError) before any output is written, and nothing
 // inside an OpenMP region allocates. Not std::vector: kernel sources are
 // compiled once per ISA and must not share inline std templates.
+//
+// Aligned to a cache line: the angle rows are streamed through 512-bit loads
+// and stores, and at malloc's 16-byte alignment every one of them straddled
+// two lines. Measured with alternated builds (2 threads, three runs each):
+// apply_rope_nd on FLUX's [1, 4096, 24, 128] float32 1.47-1.61 ms -> 1.31-1.43
+// ms, bfloat16 3.08-3.22 -> 2.59-2.69 ms; sinusoidal [8192, 1024] float32
+// 15-20% faster a row (one thread).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +25,7 @@ POSENC_BEGIN_TARGET
 template <class T>
 class Buffer {
   public:
-    explicit Buffer(std::int64_t n)
-        : data_(static_cast<T*>(std::malloc(sizeof(T) * static_cast<std::size_t>(n > 0 ? n : 1)))) {
+    explicit Buffer(std::int64_t n) : data_(static_cast<T*>(std::aligned_alloc(kAlign, bytes(n)))) {
         if (!data_) throw std::bad_alloc();
     }
     ~Buffer() { std::free(data_); }
@@ -28,6 +34,12 @@ class Buffer {
     T* data() const { return data_; }
 
   private:
+    static constexpr std::size_t kAlign = 64;
+    // n elements' bytes rounded up to whole alignments (aligned_alloc's rule).
+    static std::size_t bytes(std::int64_t n) {
+        const std::size_t b = sizeof(T) * static_cast<std::size_t>(n > 0 ? n : 1);
+        return (b + kAlign - 1) / kAlign * kAlign;
+    }
     T* data_;
 };
 
