@@ -455,12 +455,8 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     const AngleStep step = a.coords ? coords_step(a, scratch.data())
                                     : angle_step(a.inv_freq, half, a.inv_freq ? a.rows : 1, scratch.data());
 
-    // Items are handed out one at a time from a shared counter rather than
-    // in fixed halves: on a loaded machine a descheduled thread then delays
-    // the call by one item, not by half the work. Each item's arithmetic
-    // does not depend on which thread runs it, so results stay identical.
-    std::int64_t next = 0;
-    parallel_chunks(threads, threads, [&](std::int64_t, std::int64_t, int t) {
+    // Each item's arithmetic does not depend on which thread claims it.
+    parallel_claims(items, threads, [&](std::int64_t item, int t) {
         double* mine = scratch.data() + steps + per_thread * t;
         R* ct = reinterpret_cast<R*>(mine);
         R* st = ct + table;  // packed: both tables share as few cache lines as possible
@@ -473,30 +469,24 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
             if constexpr (!kFloat32First<T>) return FloatTables{};
             else return float_tables(ct, st, (r1 - r0) * (a.interleaved ? 2 * half : half), c32, s32);
         };
-        for (;;) {
-            std::int64_t item;
-#pragma omp atomic capture
-            item = next++;
-            if (item >= items) break;
-            const std::int64_t slice = item % slices, rb = item / slices;
-            const std::int64_t g = rb / blocks, r0 = (rb % blocks) * kAnchorRows;
-            const std::int64_t r1 = r0 + kAnchorRows < a.rows ? r0 + kAnchorRows : a.rows;
-            const std::int64_t u0 = units * slice / slices, u1 = units * (slice + 1) / slices;
-            if (a.freq_heads > 0) {  // per-head frequencies (one operand): a table per unit
-                for (std::int64_t u = u0; u < u1; ++u) {
-                    const FloatTables f = tables(g, r0, r1, u % a.freq_heads);
-                    rotate_units<T>(a, ops[0], g, u, u + 1, r0, r1, ct, st, f);
-                }
-                continue;
+        const std::int64_t slice = item % slices, rb = item / slices;
+        const std::int64_t g = rb / blocks, r0 = (rb % blocks) * kAnchorRows;
+        const std::int64_t r1 = r0 + kAnchorRows < a.rows ? r0 + kAnchorRows : a.rows;
+        const std::int64_t u0 = units * slice / slices, u1 = units * (slice + 1) / slices;
+        if (a.freq_heads > 0) {  // per-head frequencies (one operand): a table per unit
+            for (std::int64_t u = u0; u < u1; ++u) {
+                const FloatTables f = tables(g, r0, r1, u % a.freq_heads);
+                rotate_units<T>(a, ops[0], g, u, u + 1, r0, r1, ct, st, f);
             }
-            const FloatTables f = tables(g, r0, r1, 0);
-            std::int64_t first = 0;  // operand i holds units [first, first + units_i)
-            for (int i = 0; i < n_ops; ++i) {
-                const std::int64_t lo = u0 > first ? u0 - first : 0;
-                const std::int64_t hi = u1 - first < ops[i].units ? u1 - first : ops[i].units;
-                if (lo < hi) rotate_units<T>(a, ops[i], g, lo, hi, r0, r1, ct, st, f);
-                first += ops[i].units;
-            }
+            return;
+        }
+        const FloatTables f = tables(g, r0, r1, 0);
+        std::int64_t first = 0;  // operand i holds units [first, first + units_i)
+        for (int i = 0; i < n_ops; ++i) {
+            const std::int64_t lo = u0 > first ? u0 - first : 0;
+            const std::int64_t hi = u1 - first < ops[i].units ? u1 - first : ops[i].units;
+            if (lo < hi) rotate_units<T>(a, ops[i], g, lo, hi, r0, r1, ct, st, f);
+            first += ops[i].units;
         }
     });
 }

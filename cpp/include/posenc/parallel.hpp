@@ -52,6 +52,26 @@ inline void parallel_chunks(std::int64_t n, int threads, Body&& body) {
 #endif
 }
 
+// body(item, thread) for every item in [0, n), on `threads` threads that
+// claim items one at a time from a shared counter rather than in fixed
+// chunks: on a loaded machine a descheduled thread then delays the call by
+// one item, not by its whole share. For kernels whose arithmetic for an item
+// does not depend on which thread runs it (per-thread scratch indexed by
+// `thread` starts afresh for each item), so results stay identical.
+template <class Body>
+inline void parallel_claims(std::int64_t n, int threads, Body&& body) {
+    std::int64_t next = 0;
+    parallel_chunks(threads, threads, [&](std::int64_t, std::int64_t, int t) {
+        for (;;) {
+            std::int64_t item;
+#pragma omp atomic capture
+            item = next++;
+            if (item >= n) break;
+            body(item, t);
+        }
+    });
+}
+
 // body(begin, end) over [0, items) in blocks of about block_bytes of output
 // (items of item_bytes each) that threads claim one after another: on a shared
 // machine a slow thread takes fewer blocks. For streaming kernels without
