@@ -12,31 +12,72 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from typing import Any, NamedTuple, Optional, Sequence, Tuple
+import sys
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-try:  # optional: bfloat16 support
-    import ml_dtypes as _ml_dtypes
+# float32, float64, float16: NumPy's own.
+_NUMPY_FLOATS: Tuple[np.dtype, ...] = tuple(np.dtype(t) for t in (np.float32, np.float64, np.float16))
+_bfloat16: List[Optional[np.dtype]] = []  # [ml_dtypes' bfloat16, or None without ml_dtypes] once looked up
 
-    BFLOAT16: Optional[np.dtype] = np.dtype(_ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - depends on the environment
-    BFLOAT16 = None
+
+def bfloat16_dtype() -> Optional[np.dtype]:
+    """ml_dtypes' bfloat16 (None when ml_dtypes is absent), imported on first use.
+
+    Not at ``import posenc``: with NumPy 2.4, importing ml_dtypes 0.7 took
+    1.2 s here (0.12 s for 0.6), ten times posenc's own import, paid by every
+    program that never touches bfloat16.
+    """
+    if not _bfloat16:
+        try:
+            import ml_dtypes
+
+            bf16 = np.dtype(ml_dtypes.bfloat16)
+            _NATIVE_FLOAT_DTYPES.add(bf16)
+            _bfloat16.append(bf16)
+        except ImportError:
+            _bfloat16.append(None)
+    result: Optional[np.dtype] = _bfloat16[0]
+    return result
+
+
+def __getattr__(name: str) -> Any:
+    # BFLOAT16, looked up on first use (bfloat16_dtype).
+    if name == "BFLOAT16":
+        return bfloat16_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def is_bfloat16(dtype: Any) -> bool:
     """Whether ``dtype`` is ml_dtypes' bfloat16 (False when ml_dtypes is absent).
 
-    Never compare a dtype with ``BFLOAT16`` directly: NumPy reads ``None`` as
-    float64, so ``np.dtype("float64") == None`` is True.
+    An array or dtype of bfloat16 can only exist once ml_dtypes is imported,
+    so a dtype of another name never imports it. Never compare a dtype with
+    ``None``: NumPy reads ``None`` as float64, so ``np.dtype("float64") ==
+    None`` is True.
     """
-    return BFLOAT16 is not None and np.dtype(dtype) == BFLOAT16
+    dt = np.dtype(dtype)
+    if dt.name != "bfloat16" or dt.itemsize != 2:
+        return False
+    bf16 = bfloat16_dtype()
+    return bf16 is not None and dt == bf16
 
 
-FLOAT_DTYPES: Tuple[np.dtype, ...] = tuple(
-    np.dtype(t) for t in (np.float32, np.float64, np.float16)
-) + ((BFLOAT16,) if BFLOAT16 is not None else ())
+def is_float_dtype(dtype: np.dtype) -> bool:
+    """Whether posenc computes in ``dtype`` (either byte order)."""
+    dt = dtype.newbyteorder("=")
+    return dt in _NUMPY_FLOATS or is_bfloat16(dt)
 
-_NATIVE_FLOAT_DTYPES = frozenset(FLOAT_DTYPES)  # dtypes compare (and hash) with their byte order
+
+def _supported_floats() -> str:
+    """The float dtypes posenc computes in, for messages (imports ml_dtypes: only on a refusal)."""
+    names = [str(d) for d in _NUMPY_FLOATS] + (["bfloat16"] if bfloat16_dtype() is not None else [])
+    return ", ".join(names)
+
+
+# Native-order dtypes of the fast path (float_array); ml_dtypes' bfloat16 joins once looked up.
+_NATIVE_FLOAT_DTYPES = set(_NUMPY_FLOATS)  # dtypes compare (and hash) with their byte order
 _MAX_BYTES = np.iinfo(np.intp).max
 
 
@@ -149,15 +190,19 @@ def _dtype(value: Any, name: str) -> np.dtype:
         dt: np.dtype = np.dtype(value)
         return dt
     except (TypeError, ValueError, SyntaxError):  # np.dtype(",") raises SyntaxError (found by the fuzzer)
+        # NumPy knows the name "bfloat16" only once ml_dtypes is imported (bfloat16_dtype).
+        if isinstance(value, str) and value == "bfloat16" and "ml_dtypes" not in sys.modules:
+            bf16 = bfloat16_dtype()
+            if bf16 is not None:
+                return bf16
         raise TypeError(f"{name} must be a NumPy dtype, got {value!r}") from None
 
 
 def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
     """A floating result dtype posenc computes in."""
     dt = _dtype(value, name)
-    if dt.newbyteorder("=") not in FLOAT_DTYPES or dt.byteorder not in "=|" + _native_order():
-        supported = ", ".join(str(d) for d in FLOAT_DTYPES)
-        raise TypeError(f"{name} must be one of {supported}, got {dt}")
+    if not is_float_dtype(dt) or dt.byteorder not in "=|" + _native_order():
+        raise TypeError(f"{name} must be one of {_supported_floats()}, got {dt}")
     result: np.dtype = dt.newbyteorder("=")
     return result
 
@@ -208,9 +253,10 @@ def _torch_bfloat16(value: Any, name: str) -> Optional[np.ndarray]:
 
     if not isinstance(value, torch.Tensor) or value.dtype != torch.bfloat16 or value.device.type != "cpu":
         return None
-    if BFLOAT16 is None:  # the feature needs ml_dtypes: say so rather than fail on NumPy's message
+    bf16 = bfloat16_dtype()
+    if bf16 is None:  # the feature needs ml_dtypes: say so rather than fail on NumPy's message
         raise TypeError(f"{name} is a torch.bfloat16 tensor, which needs ml_dtypes: pip install 'posenc[bfloat16]'")
-    return np.asarray(value.detach().view(torch.int16).numpy()).view(BFLOAT16)
+    return np.asarray(value.detach().view(torch.int16).numpy()).view(bf16)
 
 
 def float_array(value: Any, name: str) -> np.ndarray:
@@ -218,9 +264,8 @@ def float_array(value: Any, name: str) -> np.ndarray:
     if type(value) is np.ndarray and value.dtype in _NATIVE_FLOAT_DTYPES:  # the common case first
         return value
     arr = as_array(value, name)
-    if arr.dtype.newbyteorder("=") not in FLOAT_DTYPES:
-        supported = ", ".join(str(d) for d in FLOAT_DTYPES)
-        raise TypeError(f"{name} must have a floating dtype ({supported}), got {arr.dtype}")
+    if not is_float_dtype(arr.dtype):
+        raise TypeError(f"{name} must have a floating dtype ({_supported_floats()}), got {arr.dtype}")
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr
@@ -251,7 +296,7 @@ def positions(value: Any, name: str = "positions") -> Tuple[Optional[np.ndarray]
 
 def position_values(arr: np.ndarray, name: str = "positions") -> np.ndarray:
     """Finite integer or float positions of any shape, as float64."""
-    is_float = arr.dtype.newbyteorder("=") in FLOAT_DTYPES
+    is_float = is_float_dtype(arr.dtype)
     if arr.dtype.kind not in "iu" and not is_float:
         raise TypeError(f"{name} must hold integers or floats, got dtype {arr.dtype}")
     values = np.require(arr, np.float64, ["C", "A"])  # aligned: the kernels load doubles from it

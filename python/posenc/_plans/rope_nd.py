@@ -104,7 +104,7 @@ def _seq_axis(value: Any) -> int:
 def nd_freqs(freqs: Any) -> Tuple[np.ndarray, np.ndarray, bool]:
     """``freqs`` [axes, pairs] or [heads, axes, pairs] as (the array given, float64 [heads or 1, axes, pairs], per-head)."""
     given = _checks.as_array(freqs, "freqs")
-    if given.dtype.kind not in "iu" and given.dtype.newbyteorder("=") not in _checks.FLOAT_DTYPES:
+    if given.dtype.kind not in "iu" and not _checks.is_float_dtype(given.dtype):
         raise TypeError(f"freqs must hold real numbers (a float or integer dtype), got dtype {given.dtype}")
     if given.ndim not in (2, 3):
         raise ValueError(f"freqs must have shape [axes, pairs] or [heads, axes, pairs], got shape {given.shape}")
