@@ -35,10 +35,13 @@ class Buffer {
 
   private:
     static constexpr std::size_t kAlign = 64;
-    // n elements' bytes rounded up to whole alignments (aligned_alloc's rule).
+    // n elements' bytes rounded up to whole alignments (aligned_alloc's
+    // rule); a count whose bytes would wrap around is refused like a failed
+    // allocation.
     static std::size_t bytes(std::int64_t n) {
-        const std::size_t b = sizeof(T) * static_cast<std::size_t>(n > 0 ? n : 1);
-        return (b + kAlign - 1) / kAlign * kAlign;
+        const std::size_t count = static_cast<std::size_t>(n > 0 ? n : 1);
+        if (count > (SIZE_MAX - kAlign) / sizeof(T)) throw std::bad_alloc();
+        return (sizeof(T) * count + kAlign - 1) / kAlign * kAlign;
     }
     T* data_;
 };
