@@ -13,12 +13,12 @@
 //
 // Precision: float64, float16 and bfloat16 results are the float64 rotation
 // (u·c fused with the rounded product v·s on the AVX2/AVX-512 paths) rounded
-// once. float16/bfloat16 rows go whole vectors at a time through registers
-// (widened, rotated, rounded to odd then to nearest: lanes.hpp), the same
-// double and the same rounding as the element-wise rest of a row, so the
-// same bits. bfloat16 vectors first rotate in float32 and keep that result
-// where a rigorous error bound shows it rounds as the float64 rotation
-// (rounds_alike.hpp, FloatTables below); the others take the float64 route.
+// once. float16 rows go whole vectors at a time through registers (widened,
+// rotated, rounded to odd then to nearest: lanes.hpp), the same double and
+// the same rounding as the element-wise rest of a row, so the same bits.
+// bfloat16 vectors rotate in float32 and keep that result where a rigorous
+// error bound shows it rounds as the float64 rotation (rounds_alike.hpp,
+// FloatTables below); the others take the float64 route.
 // float32 data rotate in float32, with cos/sin rounded to
 // float32 once: each output is u·c − v·s where c and s carry one rounding
 // each (relative 2^-24), the products one each (one of them fused into an FMA
@@ -35,10 +35,13 @@
 // float16/bfloat16 do not wait on memory but on arithmetic. The float64
 // rotation (widen, two float -> double conversions, swap, multiply, FMA,
 // round to odd, narrow) issues ~34 vector operations per 16 elements, nearly
-// all 512-bit, which only two ports execute: 4-5x the pass. bfloat16's
-// float32 rotation and its check take ~16 per 16 elements, the check's sum
-// being the rounded result itself; ~2% of its vectors fall back on Gaussian
-// data.
+// all 512-bit, which only two ports execute: 4-5x the pass. bfloat16 reads
+// and writes its pairs as they lie (rounds_alike.hpp's Pairs, with tables
+// ordered to match: float_tables): its float32 rotation and the check take
+// ~25 per 32 elements, the check's sum being the rounded result itself;
+// ~2.4% of its vectors fall back on Gaussian data. That is 0.73-0.84x the
+// time of the earlier widen-and-shuffle form on FLUX and 0.93-1.0x on NeoX
+// and GPT-J [1, 2048, 32, 128] (alternated calls, 1 and 2 threads).
 #include "posenc/vector_width_256.hpp"
 #include "posenc/rope.hpp"
 
@@ -48,6 +51,8 @@
 #include "posenc/prefetch.hpp"
 #include "posenc/rounds_alike.hpp"
 #include "posenc/buffer.hpp"
+
+#include <algorithm>
 
 POSENC_BEGIN_TARGET
 namespace {
@@ -59,7 +64,7 @@ template <> struct ComputeOf<float> { using type = float; };
 // float32 copies of a block's cos/sin tables (rounded once from its float64
 // ones), for the float32 rotation of bfloat16 rows, and what its
 // error bound needs. Let c, s be the float32 entries of float64 ones C, S,
-// |C|, |S| ≤ m, a = |u| + |v|, and F = u·c − fl(v·s) as rotate_lanes forms
+// |C|, |S| ≤ m, a = |u| + |v|, and F = u·c − fl(v·s) as rotate_pairs forms
 // it (one FMA). Then |F − V|, V the float64 rotation of the same u, v, is
 // below 3·2^-24·m·a·(1 + 2^-23) (one rounding each of c, s, v·s and F, as
 // |u| + 2|v| + a ≤ 3a) plus 2^-52·m·a for V's own roundings and 2^-149 for
@@ -71,33 +76,92 @@ template <> struct ComputeOf<float> { using type = float; };
 // where no product or sum can overflow, and is 0 (the float64 rotation
 // everywhere) for tables that are not finite or too small (m < 2^-100: a
 // float32 entry's absolute error, 2^-150 at worst, must stay below 2^-24·m).
-// Which formats rotate in float32 first (rotate_lanes): bfloat16. On
-// Gaussian data 2.4% of its 16-pair vectors fall back to float64, and the
-// rotation took 0.56-0.69x the time of float64 alone (NeoX [1, 2048, 32,
-// 128], one thread, AVX-512). float16's halfway points are 8x denser: 15%
-// fell back, and it measured 1.0-1.2x the time, so float16 rotates in float64.
+// Which formats rotate in float32 first (rotate_pairs): bfloat16. On
+// Gaussian data 2.4% of its 16-pair vectors fall back to float64. float16's
+// halfway points are 8x denser: 15% fell back, and it measured 1.0-1.2x the
+// time of float64 alone, so float16 rotates in float64.
+#if POSENC_HAVE_LANES
 template <class T> constexpr bool kFloat32First = std::is_same<T, bfloat16_t>::value;
+// Pairs one vector of Pairs rotates (kFullLanes); NeoX rows take two, a
+// load of pairs of u and one of v (see rotate_pairs).
+constexpr std::int64_t kPairLanes = kFullLanes;
+#else
+template <class T> constexpr bool kFloat32First = false;
+constexpr std::int64_t kPairLanes = 1;
+#endif
 
-struct FloatTables {
-    const float* c = nullptr;
-    const float* s = nullptr;
-    float bound = 0.0f;  // (1 + 2^-8)·2^-22·m
-    float limit = 0.0f;  // 2^126 / m
+// One row of FloatTables: a (c, s) per pair, s with the sign of the second
+// feature's term (interleaved tables hold each entry twice, as (−s, +s)).
+struct FloatRow {
+    const float* c;
+    const float* s;
+    float bound;  // (1 + 2^-8)·2^-22·m
+    float limit;  // 2^126 / m
 };
 
-inline FloatTables float_tables(const double* __restrict c, const double* __restrict s, std::int64_t n,
-                                float* __restrict c32, float* __restrict s32) {
+struct FloatTables {
+    float* c = nullptr;
+    float* s = nullptr;
+    std::int64_t stride = 0;  // floats per row: the pairs, rounded up to whole vectors (zeros after)
+    float bound = 0.0f;
+    float limit = 0.0f;
+    FloatRow row(std::int64_t r) const { return {c + r * stride, s + r * stride, bound, limit}; }
+};
+
+// The pairs of a row rounded up to what rotate_pairs reads: whole vectors of
+// kPairLanes pairs (interleaved) or of 2·kPairLanes (NeoX).
+inline std::int64_t float_row_stride(std::int64_t half, bool interleaved) {
+    const std::int64_t v = interleaved ? kPairLanes : 2 * kPairLanes;
+    return (half + v - 1) / v * v;
+}
+
+// dst[i] = src[stride·i] rounded to float, i < n.
+inline void deal(const double* __restrict src, std::int64_t stride, std::int64_t n, float* __restrict dst) {
+#pragma omp simd
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[stride * i]);
+}
+
+// The float32 tables of `rows` rows of half pairs, in the order rotate_pairs
+// reads them: pair by pair for interleaved rows, and for NeoX rows each
+// vector's 2·kPairLanes pairs as its even pairs then its odd ones (the
+// firsts and the seconds of a load of pairs). Entries past the last pair
+// are zeros: a zero-padded tail then rotates to zeros.
+inline FloatTables float_tables(const double* __restrict c, const double* __restrict s, std::int64_t rows,
+                                std::int64_t half, bool interleaved, float* c32, float* s32) {
+    const std::int64_t width = interleaved ? 2 * half : half, stride = float_row_stride(half, interleaved);
     double m = 0.0, total = 0.0;  // the largest magnitude, and a sum that a NaN or infinity spoils
 #pragma omp simd reduction(max : m) reduction(+ : total)
-    for (std::int64_t k = 0; k < n; ++k) {
-        c32[k] = static_cast<float>(c[k]);
-        s32[k] = static_cast<float>(s[k]);
+    for (std::int64_t k = 0; k < rows * width; ++k) {
         const double a = std::fabs(c[k]) > std::fabs(s[k]) ? std::fabs(c[k]) : std::fabs(s[k]);
         m = a > m ? a : m;
         total += a;
     }
-    if (!(total < 0x1p1000) || m < 0x1p-100 || m > 0x1p100) return {c32, s32, 0.0f, 0.0f};
-    return {c32, s32, static_cast<float>(0x1p-22 * (1 + 0x1p-8) * m), static_cast<float>(0x1p126 / m)};
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const double* cr = c + r * width;
+        const double* sr = s + r * width;
+        float* c32r = c32 + r * stride;
+        float* s32r = s32 + r * stride;
+        std::fill(c32r, c32r + stride, 0.0f);
+        std::fill(s32r, s32r + stride, 0.0f);
+        if (interleaved) {
+            deal(cr, 2, half, c32r);
+            deal(sr + 1, 2, half, s32r);
+            continue;
+        }
+        for (std::int64_t b = 0; b < half; b += 2 * kPairLanes) {
+            const std::int64_t n = half - b < 2 * kPairLanes ? half - b : 2 * kPairLanes;
+            deal(cr + b, 2, (n + 1) / 2, c32r + b);
+            deal(sr + b, 2, (n + 1) / 2, s32r + b);
+            deal(cr + b + 1, 2, n / 2, c32r + b + kPairLanes);
+            deal(sr + b + 1, 2, n / 2, s32r + b + kPairLanes);
+        }
+    }
+    FloatTables f{c32, s32, stride};
+    if (total < 0x1p1000 && m >= 0x1p-100 && m <= 0x1p100) {
+        f.bound = static_cast<float>(0x1p-22 * (1 + 0x1p-8) * m);
+        f.limit = static_cast<float>(0x1p126 / m);
+    }
+    return f;
 }
 
 #if POSENC_HAVE_LANES
@@ -108,72 +172,130 @@ POSENC_BLOCK_INLINE FullFloats error_bound(FullFloats a, FullFloats bound, FullF
     return fused_add(a, bound, min_lanes(a, splat(0x1p-100f)));
 }
 
-// The leading whole vectors of a contiguous float16/bfloat16 row, rotated in
-// registers and rounded once, with no buffer in between. A bfloat16 vector
-// rotates in float32 first (f: the tables' float32 copies, from feature k on)
-// and keeps that result where it provably rounds as the float64 rotation
-// does (rounds_alike.hpp). Otherwise, and for float16, the vector is widened
-// to double, rotated as rotate_vector's loops rotate it — the same products,
-// the first of each sum fused — and rounded once (odd floats, then narrowed;
-// lanes.hpp): the same bits either way. Returns the number of pairs done; x
-// may be o (a vector's pairs are read before they are written).
+// kFullLanes features (interleaved) or pairs (NeoX) of a contiguous
+// float16/bfloat16 row from feature or pair j on, widened to double, rotated
+// as rotate_vector's loops rotate them — the same products, the first of
+// each sum fused — and rounded once (odd floats, then narrowed; lanes.hpp).
+// x may be o: a vector's features are read before they are written.
+template <bool kInterleaved, class T>
+POSENC_BLOCK_INLINE void rotate_exact(const T* x, T* o, const double* __restrict c, const double* __restrict s,
+                                      std::int64_t j, std::int64_t half) {
+    constexpr int kN = kFullLanes;
+    using D = Doubles<kN>;
+    if (kInterleaved) {  // x·c + swap(x)·s
+        const D xv = to_doubles(widen_full(x + j)), cv = load_doubles<kN>(c + j), sv = load_doubles<kN>(s + j);
+        D r;
+        for (int i = 0; i < D::kRegs; ++i) r.r[i] = fused_add(xv.r[i], cv.r[i], mul(swap_pairs(xv.r[i]), sv.r[i]));
+        narrow_lanes(o + j, odd_lanes(r));
+        return;
+    }
+    const D u = to_doubles(widen_full(x + j)), v = to_doubles(widen_full(x + half + j));
+    const D cv = load_doubles<kN>(c + j), sv = load_doubles<kN>(s + j);
+    D ru, rv;
+    for (int i = 0; i < D::kRegs; ++i) {  // (u·c − v·s, v·c + u·s)
+        ru.r[i] = fused_sub(u.r[i], cv.r[i], mul(v.r[i], sv.r[i]));
+        rv.r[i] = fused_add(v.r[i], cv.r[i], mul(u.r[i], sv.r[i]));
+    }
+    narrow_lanes(o + j, odd_lanes(ru));
+    narrow_lanes(o + half + j, odd_lanes(rv));
+}
+
+// Rotated in float32 and rounded where that provably rounds as the float64
+// rotation does (rounds_alike.hpp), into `out`: one vector of interleaved
+// pairs p (u and v of a pair side by side in a lane). Returns false where
+// some lane could round otherwise.
+POSENC_BLOCK_INLINE bool rotate_pairs(Pairs p, const float* __restrict c, const float* __restrict s, FullFloats bound,
+                                      FullFloats limit, Pairs& out) {
+    const FullFloats u = firsts(p), v = seconds(p), cv = load_full(c), sv = load_full(s);
+    unsigned bad;
+    const FullFloats e = error_bound(magnitude(u) + magnitude(v), bound, limit, bad);
+    return !(bad | round_pairs_checked(fused_sub(u, cv, v * sv), e, fused_add(v, cv, u * sv), e, out));
+}
+
+// The same for NeoX rows: pu holds 2·kFullLanes consecutive u, pv their v.
+// The firsts of the lanes are the even pairs and the seconds the odd ones,
+// the order of FloatTables' entries (float_tables): c[0, kFullLanes) for the even
+// pairs, c[kFullLanes, 2·kFullLanes) for the odd ones.
+POSENC_BLOCK_INLINE bool rotate_pairs(Pairs pu, Pairs pv, const float* __restrict c, const float* __restrict s,
+                                      FullFloats bound, FullFloats limit, Pairs& out_u, Pairs& out_v) {
+    constexpr int kN = kFullLanes;
+    FullFloats ru[2], rv[2], e[2];
+    unsigned bad = 0;
+    for (int h = 0; h < 2; ++h) {
+        const FullFloats u = h ? seconds(pu) : firsts(pu), v = h ? seconds(pv) : firsts(pv);
+        const FullFloats cv = load_full(c + h * kN), sv = load_full(s + h * kN);
+        ru[h] = fused_sub(u, cv, v * sv);
+        rv[h] = fused_add(v, cv, u * sv);
+        unsigned out_of_range;
+        e[h] = error_bound(magnitude(u) + magnitude(v), bound, limit, out_of_range);
+        bad |= out_of_range;
+    }
+    return !(bad | round_pairs_checked(ru[0], e[0], ru[1], e[1], out_u) |
+             round_pairs_checked(rv[0], e[0], rv[1], e[1], out_v));
+}
+
+// The leading pairs of a contiguous float16/bfloat16 row, rotated in
+// registers and rounded once, with no buffer in between. bfloat16 goes
+// through rotate_pairs, a vector whose check fails through rotate_exact
+// (the same bits), and a last part vector through zero-padded copies of its
+// pairs (zeros rotate to zeros, which pass), left to rotate_vector's loops
+// if its check fails; float16 goes through rotate_exact. Returns the number
+// of pairs done; x may be o.
 template <bool kInterleaved, std::int64_t kHalf, class T>
 POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __restrict c,
-                                              const double* __restrict s, const FloatTables& f, std::int64_t k,
-                                              std::int64_t half) {
+                                              const double* __restrict s, const FloatRow& f, std::int64_t half) {
     if (kHalf > 0) half = kHalf;
-    constexpr int kN = kFullLanes;  // 16 on AVX-512 (in 512-bit registers, as the doubles are), else 8
-    using D = Doubles<kN>;
+    constexpr int kN = kFullLanes;
     // Locals, which stores to o cannot change: kept in registers.
-    const float* __restrict c32 = f.c;
-    const float* __restrict s32 = f.s;
+    const float* __restrict fc = f.c;
+    const float* __restrict fs = f.s;
     const FullFloats bound = splat(f.bound), limit = splat(f.limit);
-    std::int64_t j = 0;
-    if (kInterleaved) {  // x·c + swap(x)·s, kN features (kN / 2 pairs) at a time
-        for (; j + kN <= 2 * half; j += kN) {
-            const FullFloats xf = widen_full(x + j);
-            if constexpr (kFloat32First<T>) {
-                const FullFloats r = fused_add(xf, load_full(c32 + k + j), swap_pairs(xf) * load_full(s32 + k + j));
-                const FullFloats mag = magnitude(xf);
-                unsigned bad;
-                const FullFloats e = error_bound(mag + swap_pairs(mag), bound, limit, bad);
-                Rounded rr;
-                if (!(bad | round_checked(r, e, rr))) {
-                    store_rounded(o + j, rr);
-                    continue;
-                }
-            }
-            const D xv = to_doubles(xf), cv = load_doubles<kN>(c + j), sv = load_doubles<kN>(s + j);
-            D r;
-            for (int i = 0; i < D::kRegs; ++i) r.r[i] = fused_add(xv.r[i], cv.r[i], mul(swap_pairs(xv.r[i]), sv.r[i]));
-            narrow_lanes(o + j, odd_lanes(r));
-        }
-        return j / 2;
-    }
-    for (; j + kN <= half; j += kN) {  // (u·c − v·s, v·c + u·s), kN pairs at a time
-        const FullFloats uf = widen_full(x + j), vf = widen_full(x + half + j);
-        if constexpr (kFloat32First<T>) {
-            const FullFloats cf = load_full(c32 + k + j), sf = load_full(s32 + k + j);
-            const FullFloats ru = fused_sub(uf, cf, vf * sf), rv = fused_add(vf, cf, uf * sf);
-            unsigned bad;
-            const FullFloats e = error_bound(magnitude(uf) + magnitude(vf), bound, limit, bad);
-            Rounded ou, ov;
-            if (!(bad | round_checked(ru, e, ou) | round_checked(rv, e, ov))) {
-                store_rounded(o + j, o + half + j, ou, ov);
-                continue;
+    std::int64_t j = 0;  // pairs done
+    if constexpr (!kFloat32First<T>) {
+        const std::int64_t n = kInterleaved ? 2 * half : half;  // features or pairs
+        for (; j + kN <= n; j += kN) rotate_exact<kInterleaved>(x, o, c, s, j, half);
+        return kInterleaved ? j / 2 : j;
+    } else if constexpr (kInterleaved) {
+        for (; j + kN <= half; j += kN) {
+            Pairs out;
+            if (rotate_pairs(load_pairs(x + 2 * j), fc + j, fs + j, bound, limit, out)) {
+                store_pairs(o + 2 * j, out);
+            } else {
+                rotate_exact<true>(x, o, c, s, 2 * j, half);
+                rotate_exact<true>(x, o, c, s, 2 * j + kN, half);
             }
         }
-        const D u = to_doubles(uf), v = to_doubles(vf);
-        const D cv = load_doubles<kN>(c + j), sv = load_doubles<kN>(s + j);
-        D ru, rv;
-        for (int i = 0; i < D::kRegs; ++i) {
-            ru.r[i] = fused_sub(u.r[i], cv.r[i], mul(v.r[i], sv.r[i]));
-            rv.r[i] = fused_add(v.r[i], cv.r[i], mul(u.r[i], sv.r[i]));
+        if (j == half) return j;
+        alignas(64) T buf[2 * kN] = {};
+        std::copy_n(x + 2 * j, 2 * (half - j), buf);
+        Pairs out;
+        if (!rotate_pairs(load_pairs(buf), fc + j, fs + j, bound, limit, out)) return j;
+        store_pairs(buf, out);
+        std::copy_n(buf, 2 * (half - j), o + 2 * j);
+        return half;
+    } else {
+        for (; j + 2 * kN <= half; j += 2 * kN) {
+            Pairs ou, ov;
+            if (rotate_pairs(load_pairs(x + j), load_pairs(x + half + j), fc + j, fs + j, bound, limit, ou, ov)) {
+                store_pairs(o + j, ou);
+                store_pairs(o + half + j, ov);
+            } else {
+                rotate_exact<false>(x, o, c, s, j, half);
+                rotate_exact<false>(x, o, c, s, j + kN, half);
+            }
         }
-        narrow_lanes(o + j, odd_lanes(ru));
-        narrow_lanes(o + half + j, odd_lanes(rv));
+        if (j == half) return j;
+        alignas(64) T bu[2 * kN] = {}, bv[2 * kN] = {};
+        std::copy_n(x + j, half - j, bu);
+        std::copy_n(x + half + j, half - j, bv);
+        Pairs ou, ov;
+        if (!rotate_pairs(load_pairs(bu), load_pairs(bv), fc + j, fs + j, bound, limit, ou, ov)) return j;
+        store_pairs(bu, ou);
+        store_pairs(bv, ov);
+        std::copy_n(bu, half - j, o + j);
+        std::copy_n(bv, half - j, o + half + j);
+        return half;
     }
-    return j;
 }
 #endif
 
@@ -188,7 +310,7 @@ POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __
 // as the 4-8 vector iterations of a head.
 template <bool kInterleaved, bool kContiguous, std::int64_t kHalf, class T, class R>
 inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, const R* __restrict c,
-                          const R* __restrict s, const FloatTables& f, std::int64_t k, std::int64_t half,
+                          const R* __restrict s, const FloatRow& f, std::int64_t half,
                           std::int64_t cols, bool copy_tail) {
     using W = Wide<T>;
     using Res = Result<T>;
@@ -196,7 +318,7 @@ inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, co
     if (kHalf > 0) half = kHalf;
     std::int64_t done = 0;  // pairs rotated in registers
 #if POSENC_HAVE_LANES
-    if constexpr (kNarrowFormat<T> && kContiguous) done = rotate_lanes<kInterleaved, kHalf>(x, o, c, s, f, k, half);
+    if constexpr (kNarrowFormat<T> && kContiguous) done = rotate_lanes<kInterleaved, kHalf>(x, o, c, s, f, half);
 #endif
     // Blocks of pairs: kBlock pairs (interleaved: 2·kBlock features).
     for_row<kDirect<T, kContiguous>>(half - done, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
@@ -260,7 +382,7 @@ void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::i
         // visits read and write (prefetch.hpp).
         if (kContiguous) prefetch_lines(reinterpret_cast<const char*>(x + xo[u] + r * xr) + kAheadBytes, bytes);
         rotate_vector<kInterleaved, kContiguous, kHalf>(x + xo[u] + r * xr, xs, o + oo[u] + r * orr, os, ct + k, st + k,
-                                                        f, k, half, op.cols, op.copy_tail);
+                                                        f.row(r - r0), half, op.cols, op.copy_tail);
     };
     // Walk memory in the order it is laid out: [seq, heads] rows first,
     // [heads, seq] units first.
@@ -444,10 +566,12 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     threads = threads < items ? threads : static_cast<int>(items);
 
     // Per thread: the block's cos and sin tables (R ≤ double each, rows of
-    // 2·half when interleaved), their float32 copies (float16/bfloat16) and
-    // three float64 rows; plus the one-position step shared by all.
-    const std::int64_t table = (a.rows < kAnchorRows ? a.rows : kAnchorRows) * 2 * half;  // a block's rows
-    const std::int64_t all_tables = (kFloat32First<T> ? 3 : 2) * table;  // bfloat16: and their float32 copies
+    // 2·half when interleaved), their float32 copies (bfloat16) and three
+    // float64 rows; plus the one-position step shared by all.
+    const std::int64_t block_rows = a.rows < kAnchorRows ? a.rows : kAnchorRows;
+    const std::int64_t table = block_rows * 2 * half;
+    const std::int64_t float_table = kFloat32First<T> ? block_rows * float_row_stride(half, a.interleaved) : 0;
+    const std::int64_t all_tables = 2 * table + float_table;  // two float tables take one of doubles
     const std::int64_t per_thread = all_tables + 3 * half;
     const std::int64_t steps = a.coords ? 2 * (a.freq_heads > 0 ? a.freq_heads : 1) * a.axes * half
                                         : 2 * half;  // the angle steps, shared by all
@@ -461,13 +585,13 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
         R* ct = reinterpret_cast<R*>(mine);
         R* st = ct + table;  // packed: both tables share as few cache lines as possible
         float* c32 = reinterpret_cast<float*>(mine + 2 * table);
-        float* s32 = c32 + table;
+        float* s32 = c32 + float_table;
         const RowScratch w{mine + all_tables, mine + all_tables + half, mine + all_tables + 2 * half};
         // Rows [r0, r1) of the tables (for one head's frequencies, or all heads').
         auto tables = [&](std::int64_t g, std::int64_t r0, std::int64_t r1, std::int64_t head) {
             block_table(a, step, g, r0, r1, w, ct, st, head);
             if constexpr (!kFloat32First<T>) return FloatTables{};
-            else return float_tables(ct, st, (r1 - r0) * (a.interleaved ? 2 * half : half), c32, s32);
+            else return float_tables(ct, st, r1 - r0, half, a.interleaved, c32, s32);
         };
         const std::int64_t slice = item % slices, rb = item / slices;
         const std::int64_t g = rb / blocks, r0 = (rb % blocks) * kAnchorRows;

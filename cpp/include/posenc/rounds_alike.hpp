@@ -13,6 +13,9 @@
 // (sinusoidal.cpp), each with its own bound; float16's halfway points are 8x
 // denser, and its rotation stays in float64 (rope.cpp says why). Vectors of
 // the path's widest floats (lanes.hpp's kFullLanes: 16 on AVX-512, 8 on AVX2).
+// bfloat16 pairs can also be read and written as they lie, two values to a
+// 32-bit lane (Pairs), each half a float by itself: no widening or narrowing
+// shuffle, which on AVX-512 competes with the arithmetic for one port.
 #pragma once
 
 #include "posenc/lanes.hpp"
@@ -60,13 +63,29 @@ POSENC_LANES_INLINE void store_rounded(half_t* p, __m256i v) { _mm256_storeu_si2
 POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, __m512i v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
 }
-// Two vectors at once: the high halves of a's and b's lanes, gathered by one permutation.
-POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, bfloat16_t* q, __m512i a, __m512i b) {
-    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,
-                                         31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    const __m512i both = _mm512_permutex2var_epi16(a, odd, b);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_castsi512_si256(both));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm512_extracti64x4_epi64(both, 1));
+// Pairs of bfloat16 values, one pair per 32-bit lane (the first in the low
+// half): a plain load, and each half of a lane is a float by itself, the
+// first shifted up, the second with its low half cleared.
+using Pairs = __m512i;
+POSENC_LANES_INLINE __m512i load_pairs(const bfloat16_t* p) { return _mm512_loadu_si512(p); }
+POSENC_LANES_INLINE void store_pairs(bfloat16_t* p, __m512i v) { _mm512_storeu_si512(p, v); }
+POSENC_LANES_INLINE __m512 firsts(__m512i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)); }
+POSENC_LANES_INLINE __m512 seconds(__m512i v) {
+    return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(~0xffff)));
+}
+// round_checked for the two results of each pair, a within ea and b within
+// eb: `out` holds a's rounding in the low halves and b's in the high ones,
+// and bit k is set where either of lane k's results could round apart.
+POSENC_LANES_INLINE unsigned round_pairs_checked(__m512 a, __m512 ea, __m512 b, __m512 eb, __m512i& out) {
+    const __m512i half = _mm512_set1_epi32(0x8000), high = _mm512_set1_epi32(~0xffff);
+    const __m512i a_hi = _mm512_add_epi32(_mm512_castps_si512(a + ea), half);
+    const __m512i a_lo = _mm512_add_epi32(_mm512_castps_si512(a - ea), half);
+    const __m512i b_hi = _mm512_add_epi32(_mm512_castps_si512(b + eb), half);
+    const __m512i b_lo = _mm512_add_epi32(_mm512_castps_si512(b - eb), half);
+    // (a_hi ^ a_lo) | (b_hi ^ b_lo) in two ternary operations; (b_hi & high) | (a_hi >> 16) in one.
+    const __m512i apart = _mm512_ternarylogic_epi32(_mm512_xor_si512(a_hi, a_lo), b_hi, b_lo, 0xf6);
+    out = _mm512_ternarylogic_epi32(b_hi, high, _mm512_srli_epi32(a_hi, 16), 0xea);
+    return _mm512_test_epi32_mask(apart, high);
 }
 #else
 using FullFloats = __m256;
@@ -104,9 +123,23 @@ POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, __m256i v) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
                      _mm_packus_epi32(_mm256_castsi256_si128(high), _mm256_extracti128_si256(high, 1)));
 }
-POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, bfloat16_t* q, __m256i a, __m256i b) {
-    store_rounded(p, a);
-    store_rounded(q, b);
+using Pairs = __m256i;
+POSENC_LANES_INLINE __m256i load_pairs(const bfloat16_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+POSENC_LANES_INLINE void store_pairs(bfloat16_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+POSENC_LANES_INLINE __m256 firsts(__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); }
+POSENC_LANES_INLINE __m256 seconds(__m256i v) {
+    return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(~0xffff)));
+}
+POSENC_LANES_INLINE unsigned round_pairs_checked(__m256 a, __m256 ea, __m256 b, __m256 eb, __m256i& out) {
+    const __m256i half = _mm256_set1_epi32(0x8000), high = _mm256_set1_epi32(~0xffff);
+    const __m256i a_hi = _mm256_add_epi32(_mm256_castps_si256(a + ea), half);
+    const __m256i a_lo = _mm256_add_epi32(_mm256_castps_si256(a - ea), half);
+    const __m256i b_hi = _mm256_add_epi32(_mm256_castps_si256(b + eb), half);
+    const __m256i b_lo = _mm256_add_epi32(_mm256_castps_si256(b - eb), half);
+    const __m256i apart = _mm256_or_si256(_mm256_xor_si256(a_hi, a_lo), _mm256_xor_si256(b_hi, b_lo));
+    out = _mm256_or_si256(_mm256_and_si256(b_hi, high), _mm256_srli_epi32(a_hi, 16));
+    const __m256i same = _mm256_cmpeq_epi32(_mm256_and_si256(apart, high), _mm256_setzero_si256());
+    return static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(same))) ^ 0xffu;
 }
 #endif
 
