@@ -125,7 +125,7 @@ inline void deal(const double* __restrict src, std::int64_t stride, std::int64_t
 // reads them: pair by pair for interleaved rows, and for NeoX rows each
 // vector's 2·kPairLanes pairs as its even pairs then its odd ones (the
 // firsts and the seconds of a load of pairs). Entries past the last pair
-// are zeros: a zero-padded tail then rotates to zeros.
+// are zeros: the missing pairs of a last part vector, loaded as zeros, rotate to zeros.
 inline FloatTables float_tables(const double* __restrict c, const double* __restrict s, std::int64_t rows,
                                 std::int64_t half, bool interleaved, float* c32, float* s32) {
     const std::int64_t width = interleaved ? 2 * half : half, stride = float_row_stride(half, interleaved);
@@ -237,8 +237,8 @@ POSENC_BLOCK_INLINE bool rotate_pairs(Pairs pu, Pairs pv, const float* __restric
 // The leading pairs of a contiguous float16/bfloat16 row, rotated in
 // registers and rounded once, with no buffer in between. bfloat16 goes
 // through rotate_pairs, a vector whose check fails through rotate_exact
-// (the same bits), and a last part vector through zero-padded copies of its
-// pairs (zeros rotate to zeros, which pass), left to rotate_vector's loops
+// (the same bits), and a last part vector with its missing values loaded as
+// zeros (zeros rotate to zeros, which pass), left to rotate_vector's loops
 // if its check fails; float16 goes through rotate_exact. Returns the number
 // of pairs done; x may be o.
 template <bool kInterleaved, std::int64_t kHalf, class T>
@@ -266,12 +266,10 @@ POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __
             }
         }
         if (j == half) return j;
-        alignas(64) T buf[2 * kN] = {};
-        std::copy_n(x + 2 * j, 2 * (half - j), buf);
+        const std::int64_t n = 2 * (half - j);  // features in the last part vector
         Pairs out;
-        if (!rotate_pairs(load_pairs(buf), fc + j, fs + j, bound, limit, out)) return j;
-        store_pairs(buf, out);
-        std::copy_n(buf, 2 * (half - j), o + 2 * j);
+        if (!rotate_pairs(load_pairs(x + 2 * j, n), fc + j, fs + j, bound, limit, out)) return j;
+        store_pairs(o + 2 * j, out, n);
         return half;
     } else {
         for (; j + 2 * kN <= half; j += 2 * kN) {
@@ -285,15 +283,12 @@ POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __
             }
         }
         if (j == half) return j;
-        alignas(64) T bu[2 * kN] = {}, bv[2 * kN] = {};
-        std::copy_n(x + j, half - j, bu);
-        std::copy_n(x + half + j, half - j, bv);
+        const std::int64_t n = half - j;  // pairs in the last part vectors
         Pairs ou, ov;
-        if (!rotate_pairs(load_pairs(bu), load_pairs(bv), fc + j, fs + j, bound, limit, ou, ov)) return j;
-        store_pairs(bu, ou);
-        store_pairs(bv, ov);
-        std::copy_n(bu, half - j, o + j);
-        std::copy_n(bv, half - j, o + half + j);
+        if (!rotate_pairs(load_pairs(x + j, n), load_pairs(x + half + j, n), fc + j, fs + j, bound, limit, ou, ov))
+            return j;
+        store_pairs(o + j, ou, n);
+        store_pairs(o + half + j, ov, n);
         return half;
     }
 }

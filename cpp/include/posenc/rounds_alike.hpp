@@ -18,6 +18,9 @@
 // shuffle, which on AVX-512 competes with the arithmetic for one port.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
+
 #include "posenc/lanes.hpp"
 
 POSENC_BEGIN_TARGET
@@ -69,6 +72,13 @@ POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, __m512i v) {
 using Pairs = __m512i;
 POSENC_LANES_INLINE __m512i load_pairs(const bfloat16_t* p) { return _mm512_loadu_si512(p); }
 POSENC_LANES_INLINE void store_pairs(bfloat16_t* p, __m512i v) { _mm512_storeu_si512(p, v); }
+// The first n < 32 values only, the others loaded as zeros (masked: no byte past them is touched).
+POSENC_LANES_INLINE __m512i load_pairs(const bfloat16_t* p, std::int64_t n) {
+    return _mm512_maskz_loadu_epi16(static_cast<__mmask32>((1u << n) - 1), p);
+}
+POSENC_LANES_INLINE void store_pairs(bfloat16_t* p, __m512i v, std::int64_t n) {
+    _mm512_mask_storeu_epi16(p, static_cast<__mmask32>((1u << n) - 1), v);
+}
 POSENC_LANES_INLINE __m512 firsts(__m512i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)); }
 POSENC_LANES_INLINE __m512 seconds(__m512i v) {
     return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(~0xffff)));
@@ -126,6 +136,17 @@ POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, __m256i v) {
 using Pairs = __m256i;
 POSENC_LANES_INLINE __m256i load_pairs(const bfloat16_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 POSENC_LANES_INLINE void store_pairs(bfloat16_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+// The first n < 16 values only, through a zero-padded copy (AVX2 has no 16-bit masked loads and stores).
+POSENC_LANES_INLINE __m256i load_pairs(const bfloat16_t* p, std::int64_t n) {
+    alignas(32) bfloat16_t b[16] = {};
+    std::memcpy(b, p, static_cast<std::size_t>(n) * sizeof(bfloat16_t));
+    return load_pairs(b);
+}
+POSENC_LANES_INLINE void store_pairs(bfloat16_t* p, __m256i v, std::int64_t n) {
+    alignas(32) bfloat16_t b[16];
+    store_pairs(b, v);
+    std::memcpy(p, b, static_cast<std::size_t>(n) * sizeof(bfloat16_t));
+}
 POSENC_LANES_INLINE __m256 firsts(__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); }
 POSENC_LANES_INLINE __m256 seconds(__m256i v) {
     return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(~0xffff)));
