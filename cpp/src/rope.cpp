@@ -71,8 +71,9 @@ template <> struct ComputeOf<float> { using type = float; };
 // underflow. F ± e rounded to float moves by at most 2^-24·(|F| + e), with
 // |F| ≤ m·a·(1 + 2^-20). So e = (1 + 2^-8)·2^-22·m·a + min(a, 2^-100) keeps
 // V and F strictly inside (F − e, F + e) as rounded, which is what
-// rounds_alike.hpp needs (a is 0, or at least 2^-133 for narrow inputs; zero
-// inputs, e = 0, keep F, a zero of the same sign as V). `limit` keeps a
+// rounds_alike.hpp needs (a is 0, or at least 2^-133 for narrow inputs; for
+// zero inputs e = 0, and F is a zero of V's sign: +0 passes the check as it
+// is, −0 fails it, since −0 + 0 is +0, and takes the float64 route). `limit` keeps a
 // where no product or sum can overflow, and is 0 (the float64 rotation
 // everywhere) for tables that are not finite or too small (m < 2^-100: a
 // float32 entry's absolute error, 2^-150 at worst, must stay below 2^-24·m).
