@@ -40,10 +40,12 @@
 // ordered to match: float_tables): its float32 rotation and the check take
 // ~25 per 32 elements, the check's sum being the rounded result itself;
 // ~2.4% of its vectors fall back on Gaussian data. That is 0.73-0.84x the
-// time of the earlier widen-and-shuffle form on FLUX and 0.93-1.0x on NeoX
+// time of the earlier widen-and-shuffle form on FLUX and 0.93-1.05x on NeoX
 // and GPT-J [1, 2048, 32, 128] (alternated calls, 1 and 2 threads).
 #include "posenc/vector_width_256.hpp"
 #include "posenc/rope.hpp"
+
+#include <algorithm>
 
 #include "posenc/angles.hpp"
 #include "posenc/chunks.hpp"
@@ -51,8 +53,6 @@
 #include "posenc/prefetch.hpp"
 #include "posenc/rounds_alike.hpp"
 #include "posenc/buffer.hpp"
-
-#include <algorithm>
 
 POSENC_BEGIN_TARGET
 namespace {
