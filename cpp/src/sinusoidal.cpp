@@ -175,6 +175,18 @@ template <bool kContiguous, class T>
 inline void encode_pairs(const double* __restrict s, const double* __restrict c, std::int64_t n, T* out,
                          std::int64_t ocs) {
     using R = Result<T>;
+#if defined(POSENC_HAVE_NARROW_PAIRS)
+    // A vector of sines and one of cosines, each rounded to odd and narrowed,
+    // then interleaved (lanes.hpp): interleaving the doubles first took a
+    // shuffle per four values, as many as the rounding itself.
+    if constexpr (kNarrowFormat<T>) {
+        if (ocs == 1) {
+            std::int64_t i = 0;
+            for (; i + kLanes <= n; i += kLanes) narrow_pairs(out + 2 * i, odd_lanes(s + i), odd_lanes(c + i));
+            s += i, c += i, out += 2 * i, n -= i;
+        }
+    }
+#endif
     for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t i0, auto m) POSENC_BLOCK_BODY {
         R rb[2 * kBlock];
         R* res = result_chunk(out + 2 * i0 * ocs, ocs, rb);

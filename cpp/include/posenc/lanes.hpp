@@ -106,20 +106,54 @@ POSENC_LANES_INLINE Floats widen_lanes(const bfloat16_t* p) {
     const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
 }
+// Whether a lane of a or of b is a NaN.
+POSENC_LANES_INLINE bool any_nan(Floats a, Floats b) { return _mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_UNORD_Q)); }
+// v rounded to bfloat16 (to nearest even) in the high half of each lane, for
+// every v but NaNs (callers send those element-wise: they are rare, and a
+// blend for them would cost every vector).
+POSENC_LANES_INLINE __m256i bfloat16_high_halves(Floats v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    return _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff)));
+}
 POSENC_LANES_INLINE void narrow_lanes(bfloat16_t* p, Floats v) {
-    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {  // NaNs are rare: no blend for them
+    if (any_nan(v, v)) {
         alignas(32) float f[8];
         _mm256_store_ps(f, v);
         for (int k = 0; k < 8; ++k) p[k] = narrow<bfloat16_t>(f[k]);
         return;
     }
-    const __m256i u = _mm256_castps_si256(v), hi = _mm256_srli_epi32(u, 16);
-    const __m256i bias = _mm256_add_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff));
-    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
+    const __m256i r = _mm256_srli_epi32(bfloat16_high_halves(v), 16);
     // Eight 32-bit values below 2^16, packed to 16 bits in order.
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
                      _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
 }
+
+// p[2k] = a[k] and p[2k + 1] = b[k], each rounded to nearest even, k < 8:
+// two vectors narrowed and interleaved in their 16-bit form (one unpack per
+// eight values for float16, none for bfloat16, whose pairs are the 32-bit
+// lanes), where interleaving doubles or floats first costs a shuffle per four.
+POSENC_LANES_INLINE void narrow_pairs(half_t* p, Floats a, Floats b) {
+    const __m128i ha = _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m128i hb = _mm256_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_unpacklo_epi16(ha, hb));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8), _mm_unpackhi_epi16(ha, hb));
+}
+POSENC_LANES_INLINE void narrow_pairs(bfloat16_t* p, Floats a, Floats b) {
+    if (any_nan(a, b)) {
+        alignas(32) float fa[8], fb[8];
+        _mm256_store_ps(fa, a);
+        _mm256_store_ps(fb, b);
+        for (int k = 0; k < 8; ++k) p[2 * k] = narrow<bfloat16_t>(fa[k]), p[2 * k + 1] = narrow<bfloat16_t>(fb[k]);
+        return;
+    }
+    const __m256i lo = _mm256_srli_epi32(bfloat16_high_halves(a), 16);
+    const __m256i hi = _mm256_and_si256(bfloat16_high_halves(b), _mm256_set1_epi32(static_cast<int>(0xffff0000u)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_or_si256(lo, hi));
+}
+// narrow_pairs is written for this path only: the AVX-512 one keeps
+// interleaving before it narrows (no AVX-512 CPU measured a version of it).
+#define POSENC_HAVE_NARROW_PAIRS 1
 
 #else
 
