@@ -11,10 +11,6 @@
 
 #include <type_traits>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 POSENC_BEGIN_TARGET
 namespace {
 
@@ -27,37 +23,30 @@ namespace {
 // read-modify-write pass of the buffer before, 1.2-1.4x after; float64
 // 1.3x -> 1.25x). Contiguous rows only (encode_run, through in_pieces).
 
-#if defined(__AVX512F__) && POSENC_VECTOR_BITS >= 512
-// float32 on the AVX-512 path: scale·x + v eight doubles at a time, eight
-// floats widened and narrowed back, each load and store the width it needs.
-// The plain loop (GCC vectorises it sixteen floats at a time) splits and joins
-// the halves with a 256-bit extract and insert, two more operations per vector
-// on the shuffle port every conversion uses: once the loads no longer wait on
-// memory that was 15-20% of the sum (one thread, [4, 2048, 1024]; measured
-// with the prefetch below, not alone). The same FMA and rounding as the plain
-// loop, so the same bits. (The AVX2 path keeps the plain loop, with 128-bit
-// extracts and inserts: there the sum stays bound by them, the prefetch
-// changing nothing measurable, ~2.0x a read-modify-write pass; written with
-// GCC's vector extensions instead it ran 8x slower. Intrinsics for it would
-// be a second copy of these lines, left for a measured need.)
-constexpr std::int64_t kDoubleLanes = 8;
+#if POSENC_HAVE_LANES
+// float32 on the AVX2 and AVX-512 paths: scale·x + v a register of doubles at
+// a time, as many floats widened and narrowed back, each load and store the
+// width it needs (lanes.hpp). The plain loop (GCC vectorises it a full vector
+// of floats at a time) splits and joins the halves with an extract and an
+// insert, two more operations per vector on the shuffle port every
+// conversion uses: once the loads no longer wait on memory that was 15-20%
+// of the sum (one thread, [4, 2048, 1024], AVX-512 on an Intel Xeon;
+// measured with the prefetch below, not alone); on the AVX2 path of an AMD
+// EPYC (Zen 3) 0.86-0.88x the plain loop's time, 1 and 2 threads, alternated
+// calls. The same FMA and rounding as the plain loop, so the same bits.
 constexpr bool kFloatRowKernel = true;
-
-inline void add_lanes(const double* v, DoubleReg scale, const float* x, float* out) {
-    const DoubleReg sum = fused_add(scale, to_doubles(_mm256_loadu_ps(x)).r[0], load_reg(v));  // lanes.hpp
-    _mm256_storeu_ps(out, _mm512_cvtpd_ps(sum));
-}
 
 // out[j] = float(scale·x[j] + v[j]), j < n, prefetching next[0, n) (if not
 // null) a line per line added; x may be out.
 inline void add_row_f32(const double* __restrict v, std::int64_t n, double scale, const float* x, float* out,
                         const float* next) {
     constexpr std::int64_t kLine = kLineBytes / sizeof(float);
-    const DoubleReg s = _mm512_set1_pd(scale);
+    const DoubleReg s = splat_reg(scale);
     std::int64_t j = 0;
     for (; j + kLine <= n; j += kLine) {
         if (next) __builtin_prefetch(next + j, 1, 3);
-        for (std::int64_t k = 0; k < kLine; k += kDoubleLanes) add_lanes(v + j + k, s, x + j + k, out + j + k);
+        for (std::int64_t k = j; k < j + kLine; k += kDoubleLanes)
+            store_narrowed(out + k, fused_add(s, load_widened(x + k), load_reg(v + k)));
     }
     for (; j < n; ++j) out[j] = static_cast<float>(scale * static_cast<double>(x[j]) + v[j]);
 }

@@ -171,6 +171,7 @@ constexpr std::int64_t kLanes = 0;  // the baseline path converts element by ele
 #if defined(__AVX512F__)
 using DoubleReg = __m512d;
 POSENC_LANES_INLINE DoubleReg load_reg(const double* p) { return _mm512_loadu_pd(p); }
+POSENC_LANES_INLINE DoubleReg splat_reg(double v) { return _mm512_set1_pd(v); }
 POSENC_LANES_INLINE DoubleReg mul(DoubleReg a, DoubleReg b) { return _mm512_mul_pd(a, b); }
 POSENC_LANES_INLINE DoubleReg fused_add(DoubleReg a, DoubleReg b, DoubleReg c) { return _mm512_fmadd_pd(a, b, c); }
 POSENC_LANES_INLINE DoubleReg fused_sub(DoubleReg a, DoubleReg b, DoubleReg c) { return _mm512_fmsub_pd(a, b, c); }
@@ -185,6 +186,7 @@ POSENC_LANES_INLINE __m256 odd_reg(DoubleReg d) {
 #else
 using DoubleReg = __m256d;
 POSENC_LANES_INLINE DoubleReg load_reg(const double* p) { return _mm256_loadu_pd(p); }
+POSENC_LANES_INLINE DoubleReg splat_reg(double v) { return _mm256_set1_pd(v); }
 POSENC_LANES_INLINE DoubleReg mul(DoubleReg a, DoubleReg b) { return _mm256_mul_pd(a, b); }
 POSENC_LANES_INLINE DoubleReg fused_add(DoubleReg a, DoubleReg b, DoubleReg c) { return _mm256_fmadd_pd(a, b, c); }
 POSENC_LANES_INLINE DoubleReg fused_sub(DoubleReg a, DoubleReg b, DoubleReg c) { return _mm256_fmsub_pd(a, b, c); }
@@ -196,6 +198,18 @@ POSENC_LANES_INLINE __m128 odd_reg(DoubleReg d) {
     const __m256i sticky = _mm256_add_epi64(_mm256_and_si256(u, dropped), dropped);
     return _mm256_cvtpd_ps(_mm256_castsi256_pd(_mm256_andnot_si256(dropped, _mm256_or_si256(u, sticky))));
 }
+#endif
+
+// Doubles per register, and that many floats widened from memory and
+// rounded back into it: each load and store the width it needs, where a
+// full vector of floats would be split and joined by a shuffle per register.
+constexpr std::int64_t kDoubleLanes = static_cast<std::int64_t>(sizeof(DoubleReg) / sizeof(double));
+#if defined(__AVX512F__)
+POSENC_LANES_INLINE DoubleReg load_widened(const float* p) { return _mm512_cvtps_pd(_mm256_loadu_ps(p)); }
+POSENC_LANES_INLINE void store_narrowed(float* p, DoubleReg d) { _mm256_storeu_ps(p, _mm512_cvtpd_ps(d)); }
+#else
+POSENC_LANES_INLINE DoubleReg load_widened(const float* p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
+POSENC_LANES_INLINE void store_narrowed(float* p, DoubleReg d) { _mm_storeu_ps(p, _mm256_cvtpd_ps(d)); }
 #endif
 
 // N doubles (N floats' worth), in as many registers as they take.
