@@ -45,8 +45,8 @@ inline void add_row_f32(const double* __restrict v, std::int64_t n, double scale
     std::int64_t j = 0;
     for (; j + kLine <= n; j += kLine) {
         if (next) __builtin_prefetch(next + j, 1, 3);
-        for (std::int64_t k = j; k < j + kLine; k += kDoubleLanes)
-            store_narrowed(out + k, fused_add(s, load_widened(x + k), load_reg(v + k)));
+        for (std::int64_t k = 0; k < kLine; k += kDoubleLanes)
+            store_narrowed(out + j + k, fused_add(s, load_widened(x + j + k), load_reg(v + j + k)));
     }
     for (; j < n; ++j) out[j] = static_cast<float>(scale * static_cast<double>(x[j]) + v[j]);
 }
