@@ -157,3 +157,39 @@ def test_bench_isa_axis_runs_every_path_in_its_own_process():
     for path in [*_backend.native.available_isas(), "default"]:
         assert f"{path} ms" in header
     assert any(line.startswith("add_alibi windows") for line in r.stdout.splitlines())
+
+
+@requires_native
+def test_bench_isa_axis_alternated_in_one_process_times_every_path_and_restores_the_choice():
+    """`posenc bench --isa alternate`: every path and the default timed in this process, each call on its own
+    path; the path chosen before is active again afterwards."""
+    import io
+
+    from posenc import _bench
+
+    native = _backend.native
+    paths = [*native.available_isas(), "default"]
+    chosen = native.active_isa()
+    seen = []
+    real_select = native.select_isa
+
+    def spy(isa: str) -> None:
+        seen.append(isa)
+        real_select(isa)
+
+    native.select_isa = spy
+    out = io.StringIO()
+    try:
+        runs = _bench.run_isas_alternated(quick=True, repeat=2, only="add_alibi windows", stream=out, progress=False)
+    finally:
+        native.select_isa = real_select
+    assert list(runs) == paths
+    for path, rows in runs.items():
+        assert [row["case"] for row in rows] == [runs["default"][0]["case"]]
+        assert rows[0]["isa"] == path and rows[0]["posenc_s"] > 0
+    # Every timed call selected its own path ("" is posenc's default), and the choice before was restored.
+    assert set(seen[:-1]) == {"" if p == "default" else p for p in paths}
+    assert seen[-1] == chosen and native.active_isa() == chosen
+    text = out.getvalue()
+    assert "alternated call by call in one process" in text
+    assert any(line.startswith("add_alibi windows") for line in text.splitlines())

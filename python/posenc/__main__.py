@@ -121,8 +121,10 @@ def _bench(args: argparse.Namespace) -> int:
     if args.isa == "all":
         forwarded = ["--repeat", str(args.repeat), "--dtype", args.dtype] + (["--quick"] if args.quick else [])
         forwarded += ["--only", args.only] if args.only else []
-        runs = _bench.run_isas(forwarded, rounds=args.rounds)
-        results: Any = runs
+        results: Any = _bench.run_isas(forwarded, rounds=args.rounds)
+    elif args.isa == "alternate":
+        results = _bench.run_isas_alternated(quick=args.quick, repeat=args.repeat, only=args.only, dtypes=dtypes,
+                                             progress=False if args.no_progress else None)
     else:
         if args.isa:
             native.select_isa(args.isa)
@@ -194,7 +196,9 @@ def parser() -> argparse.ArgumentParser:
                        help="comma-separated float32, float16, bfloat16, float64, or all (adds the dtype table)")
     bench.add_argument("--isa", default=None,
                        help="run on one path (baseline, avx2, avx512), or 'all': every path the CPU has, "
-                            "each in its own process, and posenc's default, side by side")
+                            "each in its own process, and posenc's default, side by side, or 'alternate': "
+                            "the same paths switched call by call in one process (a slow phase of a shared "
+                            "machine then slows every path alike)")
     bench.add_argument("--rounds", type=int, default=1, help="with --isa all: sweeps, keeping each best time")
     bench.add_argument("--baselines", default="all", choices=["all", "none"], help="time NumPy/PyTorch too")
     bench.add_argument("--no-torch", action="store_true", help="skip the PyTorch columns")

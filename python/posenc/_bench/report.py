@@ -66,11 +66,11 @@ def small_table(rows: Sequence[Row], stream: TextIO) -> None:
               file=stream)
 
 
-def isa_table(runs: Dict[str, List[Row]], stream: TextIO) -> None:
+def isa_table(runs: Dict[str, List[Row]], stream: TextIO, how: str = "each in its own process") -> None:
     """Per case and dtype, each path's time and its ratio to the fastest (1.00 = fastest).
 
     ``runs`` maps a path ("baseline", "avx2", "avx512", "default": posenc's
-    own choice) to its rows.
+    own choice) to its rows; ``how`` says how the paths were timed.
     """
     paths = list(runs)
     keyed: Dict[Tuple[str, str], Dict[str, float]] = {}
@@ -78,7 +78,7 @@ def isa_table(runs: Dict[str, List[Row]], stream: TextIO) -> None:
         for row in rows:
             keyed.setdefault((row["case"], row["dtype"]), {})[path] = row["posenc_s"]
     width = max([4] + [len(case) for case, _ in keyed])
-    print(f"\nISA axis: ms on each path (each in its own process) and / the fastest", file=stream)
+    print(f"\nISA axis: ms on each path ({how}) and / the fastest", file=stream)
     print(f"{'case':{width}s} {'dtype':8s} " + " ".join(f"{p + ' ms':>11s}" for p in paths) + " "
           + " ".join(f"{p:>8s}" for p in paths), file=stream)
     for (case, dtype), times in keyed.items():
