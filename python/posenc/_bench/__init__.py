@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional, Sequence, TextIO
+from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO
 
 from . import cases as _cases
 from . import report, small
@@ -61,6 +61,15 @@ def available_dtypes(names: Sequence[str]) -> List[str]:
     return wanted
 
 
+def selected_cases(quick: bool, dtypes: Sequence[str], only: Optional[str], torch_mod: Any) -> Iterator[_cases.Case]:
+    """The cases of every family for each dtype (``available_dtypes``), those whose name contains ``only``."""
+    for dtype in available_dtypes(dtypes):
+        for family in _cases.FAMILIES:
+            for case in family(quick, _cases.dtype_of(dtype), torch_mod):
+                if only is None or only in case.name:
+                    yield case
+
+
 def run(quick: bool = False, repeat: int = 10, only: Optional[str] = None, stream: TextIO = sys.stdout,
         progress: Optional[bool] = None, torch: bool = True, dtypes: Sequence[str] = ("float32",),
         baselines: bool = True, small_calls: bool = True) -> List[Dict[str, Any]]:
@@ -90,23 +99,19 @@ def run(quick: bool = False, repeat: int = 10, only: Optional[str] = None, strea
     width = 54
     print(report.case_header(width), file=stream, flush=True)
     try:
-        for dtype in available_dtypes(dtypes):
-            for family in _cases.FAMILIES:
-                for case in family(quick, _cases.dtype_of(dtype), torch_mod):
-                    if only is not None and only not in case.name:
-                        continue
-                    bar.show(f"{case.name} {dtype}")
-                    fns = {"posenc": case.posenc, "ceiling": ceiling(case.ceiling, case.target)}
-                    if baselines:
-                        fns.update({f"base {k}": fn for k, fn in case.baselines.items()})
-                    best = measure(fns, repeat, reset=case.reset(), now=now)
-                    row = dict(case=case.name, kernel=case.kernel, dtype=case.dtype, isa=native.active_isa(),
-                               threads=threads, posenc_s=best["posenc"], ceiling=case.ceiling,
-                               ceiling_s=best["ceiling"], nbytes=case.nbytes,
-                               baselines={k: best.get(f"base {k}") for k in _cases.BASELINES})
-                    rows.append(row)
-                    bar.clear()
-                    print(report.case_line(row, width), file=stream, flush=True)
+        for case in selected_cases(quick, dtypes, only, torch_mod):
+            bar.show(f"{case.name} {case.dtype}")
+            fns = {"posenc": case.posenc, "ceiling": ceiling(case.ceiling, case.target)}
+            if baselines:
+                fns.update({f"base {k}": fn for k, fn in case.baselines.items()})
+            best = measure(fns, repeat, reset=case.reset(), now=now)
+            row = dict(case=case.name, kernel=case.kernel, dtype=case.dtype, isa=native.active_isa(),
+                       threads=threads, posenc_s=best["posenc"], ceiling=case.ceiling,
+                       ceiling_s=best["ceiling"], nbytes=case.nbytes,
+                       baselines={k: best.get(f"base {k}") for k in _cases.BASELINES})
+            rows.append(row)
+            bar.clear()
+            print(report.case_line(row, width), file=stream, flush=True)
         report.dtype_table(rows, stream)
         if small_calls and (only is None or only == "small"):
             small_rows = small.run(lambda name: bar.show(name))
@@ -153,18 +158,13 @@ def run_isas_alternated(quick: bool = False, repeat: int = 10, only: Optional[st
         return call
 
     try:
-        for dtype in available_dtypes(dtypes):
-            for family in _cases.FAMILIES:
-                for case in family(quick, _cases.dtype_of(dtype), None):
-                    if only is not None and only not in case.name:
-                        continue
-                    bar.show(f"{case.name} {dtype}")
-                    best = measure({path: on(path, case.posenc) for path in paths}, repeat, reset=case.reset(),
-                                   now=now)
-                    for path in paths:
-                        runs[path].append(dict(case=case.name, kernel=case.kernel, dtype=case.dtype, isa=path,
-                                               threads=threads, posenc_s=best[path]))
-                    bar.clear()
+        for case in selected_cases(quick, dtypes, only, None):
+            bar.show(f"{case.name} {case.dtype}")
+            best = measure({path: on(path, case.posenc) for path in paths}, repeat, reset=case.reset(), now=now)
+            for path in paths:
+                runs[path].append(dict(case=case.name, kernel=case.kernel, dtype=case.dtype, isa=path,
+                                       threads=threads, posenc_s=best[path]))
+            bar.clear()
     finally:
         bar.clear()
         native.select_isa(chosen)
