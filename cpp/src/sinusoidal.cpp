@@ -32,7 +32,7 @@ namespace {
 // conversion uses: once the loads no longer wait on memory that was 15-20%
 // of the sum (one thread, [4, 2048, 1024], AVX-512 on an Intel Xeon;
 // measured with the prefetch below, not alone); on the AVX2 path of an AMD
-// EPYC (Zen 3) 0.86-0.88x the plain loop's time, 1 and 2 threads, alternated
+// EPYC (Zen 3) 0.83-0.91x the plain loop's time, 1 and 2 threads, alternated
 // calls. The same FMA and rounding as the plain loop, so the same bits.
 constexpr bool kFloatRowKernel = true;
 
