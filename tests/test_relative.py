@@ -695,18 +695,27 @@ def deberta_configs():
     return sorted(configs)
 
 
-def deberta_scalar(d, bs, mp):
+def ulps_away(v, k):
+    """The float32 k steps from v (k < 0: downward)."""
+    for _ in range(abs(k)):
+        v = np.nextafter(v, np.float32(np.inf if k > 0 else -np.inf), dtype=np.float32)
+    return v
+
+
+def deberta_scalar(d, bs, mp, log_ulps=(0, 0)):
     """Transformers' make_log_bucket_position for one distance, written out with NumPy float32 scalars.
 
     Independent of posenc's vectorised chain: Python's float64 log of the float32 argument,
     rounded once (the correctly rounded float32 log), every other step a float32 scalar operation.
+    ``log_ulps`` moves the logs of |d|/mid and of (max_position - 1)/mid that many float32 steps,
+    as a platform's float32 log that is not correctly rounded may.
     """
     mid = bs // 2
     if bs <= 0 or mp <= 0 or abs(d) <= mid:
         return d
     x = np.float32(abs(d)) / np.float32(mid)
-    log_x = np.float32(math.log(float(x)))
-    log_b = np.float32(math.log(float(np.float32((mp - 1) / mid))))
+    log_x = ulps_away(np.float32(math.log(float(x))), log_ulps[0])
+    log_b = ulps_away(np.float32(math.log(float(np.float32((mp - 1) / mid)))), log_ulps[1])
     bucket = np.float32(np.ceil(log_x / log_b * np.float32(mid - 1))) + np.float32(mid)
     return int(bucket) * (1 if d > 0 else -1)
 
@@ -761,15 +770,22 @@ def test_deberta_bucket_identical_to_transformers(backend):
     """Transformers' own make_log_bucket_position: every distance in ±(4·max_position + 10) of the sweep,
     and every whole-number (tie) distance below 2**62 of each configuration, both signs.
 
-    Identical except at ties, where the exact value is an integer: the float32 value lands just above
-    or below it depending on the last bit of the platform's float32 log, and posenc takes the exact
-    bucket (T5's rule). A difference from Transformers must be such a tie, posenc on the exact side.
+    Identical except where the last bit of the platform's float32 log decides:
+    - at ties, where the exact value is an integer: the float32 value lands just above or below it
+      depending on that bit, and posenc takes the exact bucket (T5's rule);
+    - where PyTorch's float32 log is not the correctly rounded one and the chain's value lies within
+      its error of an integer: posenc keeps the correctly rounded log's bucket, and Transformers' must
+      be the chain's with one of the two logs one float32 step away. (PyTorch 2.13's CPU build on an
+      AMD EPYC gave six such distances, in configurations with max_position just above
+      bucket_size / 2, where the base's log is near 0 and the quotient magnifies its last bit.)
+    Any other difference fails.
     """
     pytest.importorskip("transformers")
     from posenc._plans.relative import deberta_ties
 
     torch.set_num_threads(2)
-    mismatches, tie_breaks, ties_checked = [], 0, 0
+    mismatches, tie_breaks, log_breaks, ties_checked = [], 0, 0, 0
+    steps = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0)]
     for bs, mp in deberta_configs():
         exact = dict(deberta_ties(bs // 2, mp))
         ties = np.array([n for n in exact if n < 2**62], np.int64)
@@ -781,6 +797,9 @@ def test_deberta_bucket_identical_to_transformers(backend):
             n = abs(int(d[i]))
             if n in exact and int(got[i]) == int(np.sign(d[i])) * exact[n]:
                 tie_breaks += 1
+            elif int(got[i]) == deberta_scalar(int(d[i]), bs, mp) and any(
+                    deberta_scalar(int(d[i]), bs, mp, ab) == int(want[i]) for ab in steps):
+                log_breaks += 1
             else:
                 mismatches.append((bs, mp, int(d[i]), int(want[i]), int(got[i])))
         for n, b in exact.items():  # posenc gives every tie its exact bucket, whatever Transformers does
@@ -788,7 +807,8 @@ def test_deberta_bucket_identical_to_transformers(backend):
                 assert posenc.deberta_bucket(np.array([n, -n]), bucket_size=bs, max_position=mp).tolist() == [b, -b]
     assert ties_checked > 1000
     assert not mismatches, mismatches[:10]
-    print(f"{tie_breaks} of {2 * ties_checked} tie distances differ from this PyTorch build's float32 log")
+    print(f"{tie_breaks} of {2 * ties_checked} tie distances differ from this PyTorch build's float32 log, "
+          f"and {log_breaks} other distances where its log is one float32 step off")
 
 
 @requires_torch
