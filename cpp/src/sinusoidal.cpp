@@ -89,9 +89,9 @@ inline void add_run(const double* __restrict v, std::int64_t n, double scale, co
 // 0.67-1.04x, ~0.8 typically (one thread, [4, 2048, 1024], AVX-512, six
 // alternated rounds on a loaded machine).
 // On the AVX2 path a row prefetches the row added next, a line per line
-// added as add_row_f32 does: float16 sums took 0.89-0.92x the time without
-// it, bfloat16 ones 0.96-1.0x (AMD EPYC, Zen 3, 1 and 2 threads, alternated
-// calls). Not on the AVX-512 path, where it was not measured (no AVX-512
+// added as add_row_f32 does: with it float16 sums took 0.89-0.92x their time
+// without, bfloat16 ones 0.96-1.02x (AMD EPYC, Zen 3, 1 and 2 threads,
+// alternated calls). Not on the AVX-512 path, where it was not measured (no AVX-512
 // CPU at hand) and where these sums cut into prefetched pieces had been
 // 10-15% slower (encode_run).
 #if defined(__AVX512F__)

@@ -140,6 +140,8 @@ POSENC_LANES_INLINE void narrow_pairs(half_t* p, Floats a, Floats b) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8), _mm_unpackhi_epi16(ha, hb));
 }
 POSENC_LANES_INLINE void narrow_pairs(bfloat16_t* p, Floats a, Floats b) {
+    // NaNs as narrow_lanes rounds them. (The one caller, the sinusoidal table,
+    // passes sines and cosines of finite angles: no test reaches this.)
     if (any_nan(a, b)) {
         alignas(32) float fa[8], fb[8];
         _mm256_store_ps(fa, a);
