@@ -13,12 +13,13 @@
 //
 // Precision: float64, float16 and bfloat16 results are the float64 rotation
 // (u·c fused with the rounded product v·s on the AVX2/AVX-512 paths) rounded
-// once. float16 rows go whole vectors at a time through registers (widened,
-// rotated, rounded to odd then to nearest: lanes.hpp), the same double and
-// the same rounding as the element-wise rest of a row, so the same bits.
-// bfloat16 vectors rotate in float32 and keep that result where a rigorous
-// error bound shows it rounds as the float64 rotation (rounds_alike.hpp,
-// FloatTables below); the others take the float64 route.
+// once. float16/bfloat16 rows go whole vectors at a time through
+// registers. bfloat16 vectors (and float16 ones on the AVX2 path) rotate in
+// float32 and keep that result where a rigorous error bound shows it rounds
+// as the float64 rotation (rounds_alike.hpp, FloatTables below); the others
+// take the float64 route (widened, rotated, rounded to odd then to nearest:
+// lanes.hpp), the same double and the same rounding as the element-wise
+// rest of a row, so the same bits.
 // float32 data rotate in float32, with cos/sin rounded to
 // float32 once: each output is u·c − v·s where c and s carry one rounding
 // each (relative 2^-24), the products one each (one of them fused into an FMA
@@ -37,11 +38,18 @@
 // round to odd, narrow) issues ~34 vector operations per 16 elements, nearly
 // all 512-bit, which only two ports execute: 4-5x the pass. bfloat16 reads
 // and writes its pairs as they lie (rounds_alike.hpp's Pairs, with tables
-// ordered to match: float_tables): its float32 rotation and the check take
+// ordered to match: deal_pairs): its float32 rotation and the check take
 // ~25 per 32 elements, the check's sum being the rounded result itself;
 // ~2.4% of its vectors fall back on Gaussian data. That is 0.73-0.84x the
 // time of the earlier widen-and-shuffle form on FLUX and 0.93-1.05x on NeoX
 // and GPT-J [1, 2048, 32, 128] (alternated calls, 1 and 2 threads).
+// float16 on the AVX2 path: the float32 rotation and its check took
+// 0.85-0.91x the float64 route's time on NeoX and GPT-J (AMD EPYC, Zen 3,
+// alternated calls, 1 and 2 threads), where the loop is bound by its vector
+// operations, not by its conversions: an integer form of the check with
+// one conversion fewer and five integer operations more took 1.15x.
+// Redoing failed vectors after the row from copies, so that the loop has
+// no branch on the check, measured no faster (1.0x float16, 1.1-1.2x bfloat16).
 #include "posenc/vector_width_256.hpp"
 #include "posenc/rope.hpp"
 
@@ -62,10 +70,10 @@ template <class T> struct ComputeOf { using type = double; };
 template <> struct ComputeOf<float> { using type = float; };
 
 // float32 copies of a block's cos/sin tables (rounded once from its float64
-// ones), for the float32 rotation of bfloat16 rows, and what its
-// error bound needs. Let c, s be the float32 entries of float64 ones C, S,
-// |C|, |S| ≤ m, a = |u| + |v|, and F = u·c − fl(v·s) as rotate_pairs forms
-// it (one FMA). Then |F − V|, V the float64 rotation of the same u, v, is
+// ones), for the float32 rotation of bfloat16 (and float16) rows, and what
+// its error bound needs. Let c, s be the float32 entries of float64 ones C,
+// S, |C|, |S| ≤ m, a = |u| + |v|, and F = u·c − fl(v·s) as rotate_pairs and
+// rotate_floats form it (one FMA). Then |F − V|, V the float64 rotation of the same u, v, is
 // below 3·2^-24·m·a·(1 + 2^-23) (one rounding each of c, s, v·s and F, as
 // |u| + 2|v| + a ≤ 3a) plus 2^-52·m·a for V's own roundings and 2^-149 for
 // underflow. F ± e rounded to float moves by at most 2^-24·(|F| + e), with
@@ -77,12 +85,18 @@ template <> struct ComputeOf<float> { using type = float; };
 // where no product or sum can overflow, and is 0 (the float64 rotation
 // everywhere) for tables that are not finite or too small (m < 2^-100: a
 // float32 entry's absolute error, 2^-150 at worst, must stay below 2^-24·m).
-// Which formats rotate in float32 first (rotate_pairs): bfloat16. On
-// Gaussian data 2.4% of its 16-pair vectors fall back to float64. float16's
-// halfway points are 8x denser: 15% fell back, and it measured 1.0-1.2x the
-// time of float64 alone, so float16 rotates in float64.
+// Which formats rotate in float32 first: bfloat16 (rotate_pairs), whose
+// 16-pair vectors fall back to float64 for 2.4% of Gaussian data, and
+// float16 on the AVX2 path (rotate_floats). float16's halfway points are 8x
+// denser: on AVX-512, 16-pair vectors fell back for 15% and measured
+// 1.0-1.2x the time of float64 alone (Intel Xeon, before rounds_alike.hpp's
+// Retries); AVX2's 8-feature vectors fall back for 3.9% (GPT-J).
 #if POSENC_HAVE_LANES
+#if defined(__AVX512F__)
 template <class T> constexpr bool kFloat32First = std::is_same<T, bfloat16_t>::value;
+#else
+template <class T> constexpr bool kFloat32First = kNarrowFormat<T>;
+#endif
 // Pairs one vector of Pairs rotates (kFullLanes); NeoX rows take two, a
 // load of pairs of u and one of v (see rotate_pairs).
 constexpr std::int64_t kPairLanes = kFullLanes;
@@ -91,8 +105,9 @@ template <class T> constexpr bool kFloat32First = false;
 constexpr std::int64_t kPairLanes = 1;
 #endif
 
-// One row of FloatTables: a (c, s) per pair, s with the sign of the second
-// feature's term (interleaved tables hold each entry twice, as (−s, +s)).
+// One row of FloatTables: for bfloat16 a (c, s) per pair, s with the sign
+// of the second feature's term, in the order of its Pairs (deal_pairs);
+// for float16 the float64 rows' entries rounded, in their order.
 struct FloatRow {
     const float* c;
     const float* s;
@@ -109,9 +124,13 @@ struct FloatTables {
     FloatRow row(std::int64_t r) const { return {c + r * stride, s + r * stride, bound, limit}; }
 };
 
-// The pairs of a row rounded up to what rotate_pairs reads: whole vectors of
-// kPairLanes pairs (interleaved) or of 2·kPairLanes (NeoX).
+// Floats per row of FloatTables for format T. bfloat16: the pairs of a row
+// rounded up to what rotate_pairs reads, whole vectors of kPairLanes pairs
+// (interleaved) or of 2·kPairLanes (NeoX). float16: a float64 row's entries
+// (2·half interleaved, half NeoX), of which rotate_floats reads whole vectors only.
+template <class T>
 inline std::int64_t float_row_stride(std::int64_t half, bool interleaved) {
+    if (!std::is_same<T, bfloat16_t>::value) return interleaved ? 2 * half : half;
     const std::int64_t v = interleaved ? kPairLanes : 2 * kPairLanes;
     return (half + v - 1) / v * v;
 }
@@ -122,21 +141,16 @@ inline void deal(const double* __restrict src, std::int64_t stride, std::int64_t
     for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[stride * i]);
 }
 
-// The float32 tables of `rows` rows of half pairs, in the order rotate_pairs
-// reads them: pair by pair for interleaved rows, and for NeoX rows each
-// vector's 2·kPairLanes pairs as its even pairs then its odd ones (the
-// firsts and the seconds of a load of pairs). Entries past the last pair
-// are zeros: the missing pairs of a last part vector, loaded as zeros, rotate to zeros.
-inline FloatTables float_tables(const double* __restrict c, const double* __restrict s, std::int64_t rows,
-                                std::int64_t half, bool interleaved, float* c32, float* s32) {
-    const std::int64_t width = interleaved ? 2 * half : half, stride = float_row_stride(half, interleaved);
-    double m = 0.0, total = 0.0;  // the largest magnitude, and a sum that a NaN or infinity spoils
-#pragma omp simd reduction(max : m) reduction(+ : total)
-    for (std::int64_t k = 0; k < rows * width; ++k) {
-        const double a = std::fabs(c[k]) > std::fabs(s[k]) ? std::fabs(c[k]) : std::fabs(s[k]);
-        m = a > m ? a : m;
-        total += a;
-    }
+// bfloat16's float32 tables of `rows` rows of half pairs (float64 rows c,
+// s), in the order rotate_pairs reads them: pair by pair for interleaved
+// rows, and for NeoX rows each vector's 2·kPairLanes pairs as its even pairs
+// then its odd ones (the firsts and the seconds of a load of pairs). Entries
+// past the last pair are zeros: the missing pairs of a last part vector,
+// loaded as zeros, rotate to zeros.
+inline void deal_pairs(const double* c, const double* s, std::int64_t rows, std::int64_t half, bool interleaved,
+                       float* c32, float* s32) {
+    const std::int64_t width = interleaved ? 2 * half : half;
+    const std::int64_t stride = float_row_stride<bfloat16_t>(half, interleaved);
     for (std::int64_t r = 0; r < rows; ++r) {
         const double* cr = c + r * width;
         const double* sr = s + r * width;
@@ -157,7 +171,28 @@ inline FloatTables float_tables(const double* __restrict c, const double* __rest
             deal(sr + b + 1, 2, n / 2, s32r + b + kPairLanes);
         }
     }
-    FloatTables f{c32, s32, stride};
+}
+
+// The FloatTables of format T for `rows` rows of half pairs: bfloat16's in
+// Pairs order (deal_pairs), float16's entry for entry.
+template <class T>
+inline FloatTables float_tables(const double* __restrict c, const double* __restrict s, std::int64_t rows,
+                                std::int64_t half, bool interleaved, float* c32, float* s32) {
+    const std::int64_t width = interleaved ? 2 * half : half;
+    double m = 0.0, total = 0.0;  // the largest magnitude, and a sum that a NaN or infinity spoils
+#pragma omp simd reduction(max : m) reduction(+ : total)
+    for (std::int64_t k = 0; k < rows * width; ++k) {
+        const double a = std::fabs(c[k]) > std::fabs(s[k]) ? std::fabs(c[k]) : std::fabs(s[k]);
+        m = a > m ? a : m;
+        total += a;
+    }
+    if constexpr (std::is_same<T, bfloat16_t>::value) {
+        deal_pairs(c, s, rows, half, interleaved, c32, s32);
+    } else {
+        deal(c, 1, rows * width, c32);
+        deal(s, 1, rows * width, s32);
+    }
+    FloatTables f{c32, s32, float_row_stride<T>(half, interleaved)};
     if (total < 0x1p1000 && m >= 0x1p-100 && m <= 0x1p100) {
         f.bound = static_cast<float>(0x1p-22 * (1 + 0x1p-8) * m);
         f.limit = static_cast<float>(0x1p126 / m);
@@ -173,32 +208,54 @@ POSENC_BLOCK_INLINE FullFloats error_bound(FullFloats a, FullFloats bound, FullF
     return fused_add(a, bound, min_lanes(a, splat(0x1p-100f)));
 }
 
-// kFullLanes features (interleaved) or pairs (NeoX) of a contiguous
-// float16/bfloat16 row from feature or pair j on, widened to double, rotated
-// as rotate_vector's loops rotate them — the same products, the first of
-// each sum fused — and rounded once (odd floats, then narrowed; lanes.hpp).
-// x may be o: a vector's features are read before they are written.
-template <bool kInterleaved, class T>
-POSENC_BLOCK_INLINE void rotate_exact(const T* x, T* o, const double* __restrict c, const double* __restrict s,
-                                      std::int64_t j, std::int64_t half) {
-    constexpr int kN = kFullLanes;
-    using D = Doubles<kN>;
-    if (kInterleaved) {  // x·c + swap(x)·s
-        const D xv = to_doubles(widen_full(x + j)), cv = load_doubles<kN>(c + j), sv = load_doubles<kN>(s + j);
-        D r;
-        for (int i = 0; i < D::kRegs; ++i) r.r[i] = fused_add(xv.r[i], cv.r[i], mul(swap_pairs(xv.r[i]), sv.r[i]));
-        narrow_lanes(o + j, odd_lanes(r));
-        return;
-    }
-    const D u = to_doubles(widen_full(x + j)), v = to_doubles(widen_full(x + half + j));
-    const D cv = load_doubles<kN>(c + j), sv = load_doubles<kN>(s + j);
+// kFullLanes features of an interleaved float16/bfloat16 row at x (a
+// pair's features side by side), widened to double, rotated as
+// rotate_vector's loops rotate them — the same products, the first of each
+// sum fused — and rounded once (odd floats, then narrowed; lanes.hpp) into
+// o. x may be o: the features are read before they are written.
+template <class T>
+POSENC_BLOCK_INLINE void rotate_exact(const T* x, T* o, const double* __restrict c, const double* __restrict s) {
+    using D = Doubles<kFullLanes>;
+    const D xv = to_doubles(widen_full(x)), cv = load_doubles<kFullLanes>(c), sv = load_doubles<kFullLanes>(s);
+    D r;
+    for (int i = 0; i < D::kRegs; ++i) r.r[i] = fused_add(xv.r[i], cv.r[i], mul(swap_pairs(xv.r[i]), sv.r[i]));
+    narrow_lanes(o, odd_lanes(r));
+}
+
+// The same for kFullLanes pairs of a NeoX row: u at xu, v at xv, into ou and ov.
+template <class T>
+POSENC_BLOCK_INLINE void rotate_exact(const T* xu, const T* xv, T* ou, T* ov, const double* __restrict c,
+                                      const double* __restrict s) {
+    using D = Doubles<kFullLanes>;
+    const D u = to_doubles(widen_full(xu)), v = to_doubles(widen_full(xv));
+    const D cv = load_doubles<kFullLanes>(c), sv = load_doubles<kFullLanes>(s);
     D ru, rv;
     for (int i = 0; i < D::kRegs; ++i) {  // (u·c − v·s, v·c + u·s)
         ru.r[i] = fused_sub(u.r[i], cv.r[i], mul(v.r[i], sv.r[i]));
         rv.r[i] = fused_add(v.r[i], cv.r[i], mul(u.r[i], sv.r[i]));
     }
-    narrow_lanes(o + j, odd_lanes(ru));
-    narrow_lanes(o + half + j, odd_lanes(rv));
+    narrow_lanes(ou, odd_lanes(ru));
+    narrow_lanes(ov, odd_lanes(rv));
+}
+
+// rotate_exact's rotations of float16 in float32 instead, with FloatTables'
+// c and s, rounded into `out`; false where some lane could round otherwise
+// than rotate_exact's (rounds_alike.hpp).
+POSENC_BLOCK_INLINE bool rotate_floats(const half_t* x, const float* __restrict c, const float* __restrict s,
+                                       FullFloats bound, FullFloats limit, Rounded16& out) {
+    const FullFloats xv = widen_full(x), ax = magnitude(xv);
+    unsigned bad;
+    const FullFloats e = error_bound(ax + swap_pairs(ax), bound, limit, bad);
+    return !(bad | round_checked(fused_add(xv, load_full(c), swap_pairs(xv) * load_full(s)), e, out));
+}
+
+POSENC_BLOCK_INLINE bool rotate_floats(const half_t* xu, const half_t* xv, const float* __restrict c,
+                                       const float* __restrict s, FullFloats bound, FullFloats limit, Rounded16& ou,
+                                       Rounded16& ov) {
+    const FullFloats u = widen_full(xu), v = widen_full(xv), cv = load_full(c), sv = load_full(s);
+    unsigned bad;
+    const FullFloats e = error_bound(magnitude(u) + magnitude(v), bound, limit, bad);
+    return !(bad | round_checked(fused_sub(u, cv, v * sv), e, ou) | round_checked(fused_add(v, cv, u * sv), e, ov));
 }
 
 // Rotated in float32 and rounded where that provably rounds as the float64
@@ -215,7 +272,7 @@ POSENC_BLOCK_INLINE bool rotate_pairs(Pairs p, const float* __restrict c, const 
 
 // The same for NeoX rows: pu holds 2·kFullLanes consecutive u, pv their v.
 // The firsts of the lanes are the even pairs and the seconds the odd ones,
-// the order of FloatTables' entries (float_tables): c[0, kFullLanes) for the even
+// the order of FloatTables' entries (deal_pairs): c[0, kFullLanes) for the even
 // pairs, c[kFullLanes, 2·kFullLanes) for the odd ones.
 POSENC_BLOCK_INLINE bool rotate_pairs(Pairs pu, Pairs pv, const float* __restrict c, const float* __restrict s,
                                       FullFloats bound, FullFloats limit, Pairs& out_u, Pairs& out_v) {
@@ -236,12 +293,13 @@ POSENC_BLOCK_INLINE bool rotate_pairs(Pairs pu, Pairs pv, const float* __restric
 }
 
 // The leading pairs of a contiguous float16/bfloat16 row, rotated in
-// registers and rounded once, with no buffer in between. bfloat16 goes
-// through rotate_pairs, a vector whose check fails through rotate_exact
-// (the same bits), and a last part vector with its missing values loaded as
-// zeros (zeros rotate to zeros, which pass), left to rotate_vector's loops
-// if its check fails; float16 goes through rotate_exact. Returns the number
-// of pairs done; x may be o.
+// registers and rounded once, with no buffer in between: in float32 first
+// (rotate_pairs, rotate_floats), a vector whose check fails through
+// rotate_exact (the same bits), or through rotate_exact alone (float16 on
+// the AVX-512 path). A last part vector of bfloat16 has its missing values
+// loaded as zeros (zeros rotate to zeros, which pass), and is left to
+// rotate_vector's loops if its check fails, as float16's is. Returns the
+// number of pairs done; x may be o.
 template <bool kInterleaved, std::int64_t kHalf, class T>
 POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __restrict c,
                                               const double* __restrict s, const FloatRow& f, std::int64_t half) {
@@ -251,19 +309,36 @@ POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __
     const float* __restrict fc = f.c;
     const float* __restrict fs = f.s;
     const FullFloats bound = splat(f.bound), limit = splat(f.limit);
-    std::int64_t j = 0;  // pairs done
-    if constexpr (!kFloat32First<T>) {
-        const std::int64_t n = kInterleaved ? 2 * half : half;  // features or pairs
-        for (; j + kN <= n; j += kN) rotate_exact<kInterleaved>(x, o, c, s, j, half);
-        return kInterleaved ? j / 2 : j;
-    } else if constexpr (kInterleaved) {
+    std::int64_t j = 0;  // features (interleaved float16) or pairs done
+    if constexpr (!std::is_same<T, bfloat16_t>::value && kInterleaved) {
+        for (; j + kN <= 2 * half; j += kN) {
+            Rounded16 out;
+            if (kFloat32First<T> && rotate_floats(x + j, fc + j, fs + j, bound, limit, out))
+                store_rounded(o + j, out);
+            else
+                rotate_exact(x + j, o + j, c + j, s + j);
+        }
+        return j / 2;
+    } else if constexpr (!std::is_same<T, bfloat16_t>::value) {
+        for (; j + kN <= half; j += kN) {
+            Rounded16 ou, ov;
+            if (kFloat32First<T> && rotate_floats(x + j, x + half + j, fc + j, fs + j, bound, limit, ou, ov)) {
+                store_rounded(o + j, ou);
+                store_rounded(o + half + j, ov);
+            } else {
+                rotate_exact(x + j, x + half + j, o + j, o + half + j, c + j, s + j);
+            }
+        }
+        return j;
+    } else if constexpr (kInterleaved) {  // kN pairs, 2·kN features a vector
         for (; j + kN <= half; j += kN) {
             Pairs out;
             if (rotate_pairs(load_pairs(x + 2 * j), fc + j, fs + j, bound, limit, out)) {
                 store_pairs(o + 2 * j, out);
             } else {
-                rotate_exact<true>(x, o, c, s, 2 * j, half);
-                rotate_exact<true>(x, o, c, s, 2 * j + kN, half);
+                const std::int64_t k = 2 * j;
+                rotate_exact(x + k, o + k, c + k, s + k);
+                rotate_exact(x + k + kN, o + k + kN, c + k + kN, s + k + kN);
             }
         }
         if (j == half) return j;
@@ -272,15 +347,15 @@ POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __
         if (!rotate_pairs(load_pairs(x + 2 * j, n), fc + j, fs + j, bound, limit, out)) return j;
         store_pairs(o + 2 * j, out, n);
         return half;
-    } else {
+    } else {  // 2·kN pairs a vector
         for (; j + 2 * kN <= half; j += 2 * kN) {
             Pairs ou, ov;
             if (rotate_pairs(load_pairs(x + j), load_pairs(x + half + j), fc + j, fs + j, bound, limit, ou, ov)) {
                 store_pairs(o + j, ou);
                 store_pairs(o + half + j, ov);
             } else {
-                rotate_exact<false>(x, o, c, s, j, half);
-                rotate_exact<false>(x, o, c, s, j + kN, half);
+                for (std::int64_t k = j; k < j + 2 * kN; k += kN)
+                    rotate_exact(x + k, x + half + k, o + k, o + half + k, c + k, s + k);
             }
         }
         if (j == half) return j;
@@ -566,7 +641,7 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     // float64 rows; plus the one-position step shared by all.
     const std::int64_t block_rows = a.rows < kAnchorRows ? a.rows : kAnchorRows;
     const std::int64_t table = block_rows * 2 * half;
-    const std::int64_t float_table = kFloat32First<T> ? block_rows * float_row_stride(half, a.interleaved) : 0;
+    const std::int64_t float_table = kFloat32First<T> ? block_rows * float_row_stride<T>(half, a.interleaved) : 0;
     const std::int64_t all_tables = 2 * table + float_table;  // two float tables take one of doubles
     const std::int64_t per_thread = all_tables + 3 * half;
     const std::int64_t steps = a.coords ? 2 * (a.freq_heads > 0 ? a.freq_heads : 1) * a.axes * half
@@ -587,7 +662,7 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
         auto tables = [&](std::int64_t g, std::int64_t r0, std::int64_t r1, std::int64_t head) {
             block_table(a, step, g, r0, r1, w, ct, st, head);
             if constexpr (!kFloat32First<T>) return FloatTables{};
-            else return float_tables(ct, st, r1 - r0, half, a.interleaved, c32, s32);
+            else return float_tables<T>(ct, st, r1 - r0, half, a.interleaved, c32, s32);
         };
         const std::int64_t slice = item % slices, rb = item / slices;
         const std::int64_t g = rb / blocks, r0 = (rb % blocks) * kAnchorRows;

@@ -11,7 +11,8 @@
 // data, more where the result cancels) sends its whole vector back to
 // float64. Used by the rotation (rope.cpp) and the sum scale·x + PE
 // (sinusoidal.cpp), each with its own bound; float16's halfway points are 8x
-// denser, and its rotation stays in float64 (rope.cpp says why). Vectors of
+// denser, and its rotation goes float32-first on the AVX2 path only
+// (rope.cpp says why). Vectors of
 // the path's widest floats (lanes.hpp's kFullLanes: 16 on AVX-512, 8 on AVX2).
 // bfloat16 pairs can also be read and written as they lie, two values to a
 // 32-bit lane (Pairs), each half a float by itself: no widening or narrowing
