@@ -72,6 +72,32 @@ inline void add_run(const double* __restrict v, std::int64_t n, double scale, co
     });
 }
 
+// An encoding row as its sines s and cosines c: column j of an interleaved
+// row is s[j/2] (even j) or c[j/2], of a split row s[j] (c follows s).
+struct AngleRow {
+    const double* s;
+    const double* c;
+    bool interleaved;
+    double at(std::int64_t j) const { return !interleaved ? s[j] : j % 2 ? c[j / 2] : s[j / 2]; }
+};
+
+// w[j] = float(v.at(j)), j < n.
+inline void float_row(const AngleRow& v, std::int64_t n, float* __restrict w) {
+    const double* __restrict s = v.s;
+    const double* __restrict c = v.c;
+    if (!v.interleaved) {
+#pragma omp simd
+        for (std::int64_t j = 0; j < n; ++j) w[j] = static_cast<float>(s[j]);
+        return;
+    }
+#pragma omp simd
+    for (std::int64_t i = 0; i < n / 2; ++i) {
+        w[2 * i] = static_cast<float>(s[i]);
+        w[2 * i + 1] = static_cast<float>(c[i]);
+    }
+    if (n % 2) w[n - 1] = static_cast<float>(s[n / 2]);  // a row cut after a sine
+}
+
 #if POSENC_HAVE_LANES
 // float16/bfloat16 sums, a vector at a time, in float32 first
 // (rounds_alike.hpp): with s = float(scale), w = float(v) (the row rounded
@@ -99,10 +125,21 @@ constexpr bool kPrefetchNarrowSums = false;
 #else
 constexpr bool kPrefetchNarrowSums = true;
 #endif
+// The row's float64 values v (AngleRow) are read only where a vector falls
+// back: its floats w are built from the sines and cosines directly, and
+// interleaving the doubles first for every row had taken a sixth of the
+// float16 sum's time; without it float16 and bfloat16 sums took 0.87-0.94x
+// their time (AMD EPYC, Zen 3, alternated calls, 1 and 2 threads). out may be x.
 template <class T>
-inline void add_row_float32_first(const double* __restrict v, const float* __restrict w, std::int64_t n,
-                                  double scale, const T* x, T* out, const T* next) {
+inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, std::int64_t n, double scale,
+                                  const T* x, T* out, const T* next) {
     constexpr std::int64_t kLine = kLineBytes / sizeof(T);
+    // The exact sum of columns [j, j + m), m ≤ kFullLanes.
+    auto exact = [&](std::int64_t j, std::int64_t m) {
+        double vj[kFullLanes];
+        for (std::int64_t k = 0; k < m; ++k) vj[k] = v.at(j + k);
+        add_run<true>(vj, m, scale, x + j, 1, out + j, 1);
+    };
     std::int64_t j = 0;
     if (std::fabs(scale) >= 0x1p-60 && std::fabs(scale) <= 0x1p60) {
         const float s32 = static_cast<float>(scale);
@@ -117,11 +154,12 @@ inline void add_row_float32_first(const double* __restrict v, const float* __res
                 store_rounded(out + j, r);
                 continue;
             }
-            add_run<true>(v + j, kFullLanes, scale, x + j, 1, out + j, 1);
+            exact(j, kFullLanes);
         }
     }
-    if (j < n) add_run<true>(v + j, n - j, scale, x + j, 1, out + j, 1);
+    for (; j < n; j += kFullLanes) exact(j, n - j < kFullLanes ? n - j : kFullLanes);
 }
+
 #endif
 
 // piece(p0, pn) over columns [0, n) of a contiguous row of T, kLines cache
@@ -141,10 +179,10 @@ inline void in_pieces(std::int64_t n, const void* ahead, Piece&& piece) {
 // Columns [0, n) of a row: out[j] = v[j] (kAdd false) or scale·x[j] + v[j]
 // (kAdd true, add_run); a contiguous sum prefetches `next`, the row of x it
 // adds after this one (null: none).
-// w: v rounded to float (float16/bfloat16 sums, add_row_float32_first).
+// (Contiguous float16/bfloat16 sums go through add_row_float32_first.)
 template <bool kAdd, bool kContiguous, class T>
 inline void encode_run(const double* __restrict v, std::int64_t n, double scale, const T* x, std::int64_t xcs,
-                       T* out, std::int64_t ocs, const T* next = nullptr, const float* w = nullptr) {
+                       T* out, std::int64_t ocs, const T* next = nullptr) {
     if (!kAdd) {  // the values themselves, rounded once
         write_chunk(v, out, ocs, n);
         return;
@@ -153,12 +191,6 @@ inline void encode_run(const double* __restrict v, std::int64_t n, double scale,
         add_row_f32(v, n, scale, x, out, next);
         return;
     }
-#if POSENC_HAVE_LANES
-    if constexpr (kContiguous && kNarrowFormat<T>) {
-        add_row_float32_first(v, w, n, scale, x, out, next);
-        return;
-    }
-#endif
     // float16/bfloat16 sums are bound by their conversions, not by memory:
     // cut into pieces they were measured 10-15% slower, and a whole row in
     // one run keeps them at their former speed.
@@ -257,7 +289,7 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     // Per thread: the angle row (sines, then cosines), for an interleaved
     // sum the row interleaved, for a float16/bfloat16 sum the row as floats;
     // plus the one-position step shared by all.
-    constexpr bool kFloatRow = kAdd && kNarrowFormat<T>;
+    constexpr bool kFloatRow = kAdd && kNarrowFormat<T> && POSENC_HAVE_LANES;
     const std::int64_t per_thread = 4 * half + (kFloatRow ? a.cols / 2 + 1 : 0);
     Scratch scratch(2 * half + per_thread * threads);
     const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
@@ -280,19 +312,22 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
             // that adding it to each batch is an element-by-element pass:
             // the split row is the angle row itself; an interleaved one is
             // built once per row and reused by every batch.
+            // Contiguous float16/bfloat16 sums read the row as floats
+            // (add_row_float32_first) and need no interleaved doubles.
+            const AngleRow angle_row{angles.s(), angles.c(), kInterleaved};
+            const bool float_first = kFloatRow && contiguous;
             const double* pe = angles.s();
             if constexpr (kAdd && kInterleaved) {
+                if (!float_first) {
 #pragma omp simd
-                for (std::int64_t i = 0; i < half; ++i) {
-                    interleaved[2 * i] = angles.s()[i];
-                    interleaved[2 * i + 1] = angles.c()[i];
+                    for (std::int64_t i = 0; i < half; ++i) {
+                        interleaved[2 * i] = angles.s()[i];
+                        interleaved[2 * i + 1] = angles.c()[i];
+                    }
+                    pe = interleaved;
                 }
-                pe = interleaved;
             }
-            if constexpr (kFloatRow) {
-#pragma omp simd
-                for (std::int64_t j = 0; j < a.cols; ++j) row32[j] = static_cast<float>(pe[j]);
-            }
+            if (float_first) float_row(angle_row, a.cols, row32);
             for (std::int64_t b = b0; b < b1; ++b) {
                 T* o = out + ol.batch_offsets[b] + row * ol.row_stride;
                 if constexpr (kAdd) {
@@ -301,7 +336,15 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
                     const T* next = b + 1 < b1 ? x + xl->batch_offsets[b + 1] + row * xl->row_stride
                                     : row + 1 < r1 ? x + xl->batch_offsets[b0] + (row + 1) * xl->row_stride
                                                    : nullptr;
-                    if (contiguous) encode_run<true, true>(pe, a.cols, scale, xi, 1, o, 1, next, row32);
+#if POSENC_HAVE_LANES
+                    if constexpr (kFloatRow) {
+                        if (float_first) {
+                            add_row_float32_first(angle_row, row32, a.cols, scale, xi, o, next);
+                            continue;
+                        }
+                    }
+#endif
+                    if (contiguous) encode_run<true, true>(pe, a.cols, scale, xi, 1, o, 1, next);
                     else encode_run<true, false>(pe, a.cols, scale, xi, xl->col_stride, o, ol.col_stride);
                 } else if (contiguous) {
                     table_row_ahead<kInterleaved>(angles.s(), angles.c(), half, a.cols, o);
