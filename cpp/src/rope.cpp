@@ -44,12 +44,13 @@
 // time of the earlier widen-and-shuffle form on FLUX and 0.93-1.05x on NeoX
 // and GPT-J [1, 2048, 32, 128] (alternated calls, 1 and 2 threads).
 // float16 on the AVX2 path: the float32 rotation and its check took
-// 0.85-0.91x the float64 route's time on NeoX and GPT-J (AMD EPYC, Zen 3,
-// alternated calls, 1 and 2 threads), where the loop is bound by its vector
-// operations, not by its conversions: an integer form of the check with
-// one conversion fewer and five integer operations more took 1.15x.
-// Redoing failed vectors after the row from copies, so that the loop has
-// no branch on the check, measured no faster (1.0x float16, 1.1-1.2x bfloat16).
+// 0.88-0.97x the float64 route's time on NeoX and GPT-J (AMD EPYC, Zen 3,
+// two builds alternated, one thread; the same build against itself
+// 0.95-1.02x). The loop is bound by its vector operations, not by its
+// conversions or its fallbacks: an integer form of the check (one
+// conversion fewer, five integer operations more) and redoing the failed
+// vectors after the row from copies (no branch on the check) were both
+// slower. Without the check the rotation would take ~0.6x float32's time.
 #include "posenc/vector_width_256.hpp"
 #include "posenc/rope.hpp"
 
@@ -89,8 +90,8 @@ template <> struct ComputeOf<float> { using type = float; };
 // 16-pair vectors fall back to float64 for 2.4% of Gaussian data, and
 // float16 on the AVX2 path (rotate_floats). float16's halfway points are 8x
 // denser: on AVX-512, 16-pair vectors fell back for 15% and measured
-// 1.0-1.2x the time of float64 alone (Intel Xeon, before rounds_alike.hpp's
-// Retries); AVX2's 8-feature vectors fall back for 3.9% (GPT-J).
+// 1.0-1.2x the time of float64 alone (Intel Xeon); AVX2's 8-feature
+// vectors fall back for 3.9% (GPT-J).
 #if POSENC_HAVE_LANES
 #if defined(__AVX512F__)
 template <class T> constexpr bool kFloat32First = std::is_same<T, bfloat16_t>::value;

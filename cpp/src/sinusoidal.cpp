@@ -128,8 +128,9 @@ constexpr bool kPrefetchNarrowSums = true;
 // The row's float64 values v (AngleRow) are read only where a vector falls
 // back: its floats w are built from the sines and cosines directly, and
 // interleaving the doubles first for every row had taken a sixth of the
-// float16 sum's time; without it float16 and bfloat16 sums took 0.87-0.94x
-// their time (AMD EPYC, Zen 3, alternated calls, 1 and 2 threads). out may be x.
+// float16 sum's time; without it float16 sums took 0.87-0.95x their time
+// (AMD EPYC, Zen 3, two builds alternated, one thread; the same build
+// against itself 0.92-1.00x). out may be x.
 template <class T>
 inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, std::int64_t n, double scale,
                                   const T* x, T* out, const T* next) {
