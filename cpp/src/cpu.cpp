@@ -27,7 +27,17 @@ std::uint64_t xgetbv0() {
 }
 #endif
 
-Isa detect_best() {
+// Whether this build compiled the ISA's copy (CMake's POSENC_ISAS; baseline always).
+bool built(Isa isa) {
+    switch (isa) {
+        case Isa::avx512: return POSENC_BUILT_AVX512;
+        case Isa::avx2: return POSENC_BUILT_AVX2;
+        default: return true;
+    }
+}
+
+// The widest ISA this CPU and OS run.
+Isa detect_cpu() {
 #ifdef POSENC_X86
     unsigned eax, ebx, ecx, edx;
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return Isa::baseline;
@@ -47,7 +57,14 @@ Isa detect_best() {
     return Isa::baseline;
 }
 
-const Isa g_best = detect_best();
+// The widest copy built at or below `isa`.
+Isa widest_built(Isa isa) {
+    while (!built(isa)) isa = static_cast<Isa>(static_cast<int>(isa) - 1);
+    return isa;
+}
+
+const Isa g_cpu = detect_cpu();
+const Isa g_best = widest_built(g_cpu);
 std::atomic<int> g_active{static_cast<int>(g_best)};
 
 }  // namespace
@@ -56,7 +73,8 @@ Isa active_isa() { return static_cast<Isa>(g_active.load(std::memory_order_relax
 
 std::vector<Isa> available_isas() {
     std::vector<Isa> out;
-    for (int i = 0; i <= static_cast<int>(g_best); ++i) out.push_back(static_cast<Isa>(i));
+    for (int i = 0; i <= static_cast<int>(g_best); ++i)
+        if (built(static_cast<Isa>(i))) out.push_back(static_cast<Isa>(i));
     return out;
 }
 
@@ -75,9 +93,13 @@ void select_isa(const std::string& name) {
     }
     for (int i = 0; i <= static_cast<int>(Isa::avx512); ++i) {
         if (name == isa_name(static_cast<Isa>(i))) {
-            if (i > static_cast<int>(g_best)) {
+            if (i > static_cast<int>(g_cpu)) {
                 throw std::invalid_argument("POSENC_ISA=" + name + " is not supported by this CPU (best available: " +
                                             isa_name(g_best) + ")");
+            }
+            if (!built(static_cast<Isa>(i))) {
+                throw std::invalid_argument("POSENC_ISA=" + name + ": this build of posenc has no " + name +
+                                            " copy (CMake's POSENC_ISAS; best available: " + isa_name(g_best) + ")");
             }
             g_active.store(i);
             return;

@@ -38,15 +38,32 @@ const Table& dispatch(const Table& baseline, const Table& avx2, const Table& avx
 
 }  // namespace posenc
 
+// The copies this build compiled (CMake's POSENC_ISAS: all unless narrowed).
+// A table that was not compiled is never named: its place holds the next
+// lower copy's, which is never selected either (cpu.cpp offers built copies only).
+#if !defined(POSENC_BUILT_AVX2) || !defined(POSENC_BUILT_AVX512)
+#error "the build defines POSENC_BUILT_AVX2 and POSENC_BUILT_AVX512 (cpp/CMakeLists.txt)"
+#endif
+#if POSENC_BUILT_AVX2
+#define POSENC_AVX2_TABLE(name) avx2::name
+#else
+#define POSENC_AVX2_TABLE(name) baseline::name
+#endif
+#if POSENC_BUILT_AVX512
+#define POSENC_AVX512_TABLE(name) avx512::name
+#else
+#define POSENC_AVX512_TABLE(name) POSENC_AVX2_TABLE(name)
+#endif
+
 // Declares a family's table in each ISA namespace and the dispatched accessor
 // `name_kernels()` returning the active one (`name_kernels_for(isa)`: that ISA's).
-#define POSENC_DECLARE_KERNELS(Table, name)                                      \
-    namespace baseline { extern const Table name; }                              \
-    namespace avx2 { extern const Table name; }                                  \
-    namespace avx512 { extern const Table name; }                                \
-    inline const Table& name##_kernels() {                                       \
-        return ::posenc::dispatch(baseline::name, avx2::name, avx512::name);     \
-    }                                                                            \
-    inline const Table& name##_kernels_for(::posenc::Isa isa) {                  \
-        return ::posenc::dispatch_for(isa, baseline::name, avx2::name, avx512::name); \
+#define POSENC_DECLARE_KERNELS(Table, name)                                                         \
+    namespace baseline { extern const Table name; }                                                 \
+    namespace avx2 { extern const Table name; }                                                     \
+    namespace avx512 { extern const Table name; }                                                   \
+    inline const Table& name##_kernels() {                                                          \
+        return ::posenc::dispatch(baseline::name, POSENC_AVX2_TABLE(name), POSENC_AVX512_TABLE(name)); \
+    }                                                                                               \
+    inline const Table& name##_kernels_for(::posenc::Isa isa) {                                     \
+        return ::posenc::dispatch_for(isa, baseline::name, POSENC_AVX2_TABLE(name), POSENC_AVX512_TABLE(name)); \
     }
