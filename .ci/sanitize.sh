@@ -30,7 +30,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off
 venv=.venv-sanitize
 start=$SECONDS
 
-# The kernel copies this CPU runs (cpp/src/cpu.cpp's test, read from the kernel's flags): a copy it
+# The kernel copies this CPU runs (cpp/src/cpu.cpp's test, from /proc/cpuinfo's flags): a copy it
 # cannot run is never executed under the sanitizers, so it is not built (CMake's POSENC_ISAS).
 flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
 has() { local f; for f; do [[ $flags == *" $f "* ]] || return 1; done; }
