@@ -113,6 +113,22 @@ def reference_backend():
         yield
 
 
+def pytest_runtest_setup(item):
+    """Import the peers a test is marked as needing (helpers.needs): skip it when one is missing,
+    fail it under POSENC_REQUIRE_PEERS=1."""
+    from helpers import load_peer
+
+    for mark in item.iter_markers("needs"):
+        for peer in mark.args:
+            try:
+                load_peer(peer)
+            except ImportError as exc:
+                message = f"needs {peer._peer_name}: {exc}"
+                if REQUIRE_PEERS:
+                    pytest.fail(f"POSENC_REQUIRE_PEERS=1, but {message}", pytrace=False)
+                pytest.skip(message)
+
+
 # tests/mutation.py runs a family's tests with one kernel made wrong on purpose.
 _MUTANT = os.environ.get("POSENC_MUTANT")
 _mutant_calls = None

@@ -7,20 +7,57 @@ import os
 import subprocess
 import sys
 import textwrap
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
+import pytest
 
 from posenc._checks import BFLOAT16, is_bfloat16
 
-def optional(module: str) -> Optional[Any]:
-    """An optional package, or None when it is not installed (an ImportError under POSENC_REQUIRE_PEERS=1)."""
+class Peer:
+    """An optional package (torch, transformers, diffusers, jax, timm), imported when a test first
+    uses it, not when its module is collected: together they take ~15 s to import, which every pytest
+    process collecting the module (each xdist worker, each of tests/mutation.py's runs) paid whether or
+    not it ran a test that uses them. A test that uses one is marked ``@needs(peer, ...)``: its setup
+    imports them (tests/conftest.py), and it is skipped when one is missing, failed under
+    POSENC_REQUIRE_PEERS=1. Attributes are the module's (``torch.tensor``), imported on first use."""
+
+    def __init__(self, name: str, loader: Optional[Callable[[], Any]] = None) -> None:
+        # Instance attributes are prefixed: every other name is looked up on the module (torch.load).
+        self._peer_name = name
+        self._peer_loader = loader or (lambda: importlib.import_module(name))
+        self._peer_module: Any = None
+
+    def __getattr__(self, attr: str) -> Any:
+        # Not for the probes of a collector (pytest looks for _mock_name, __wrapped__, pytestmark ...
+        # on every module-level object): a private name is looked up only once a test loaded the peer.
+        if self._peer_module is None and attr.startswith(("_", "pytest")):
+            raise AttributeError(attr)
+        return getattr(load_peer(self), attr)
+
+    def __repr__(self) -> str:
+        return f"Peer({self._peer_name!r})"
+
+
+def load_peer(peer: Peer) -> Any:
+    """The peer's module; ImportError when it is not installed."""
+    if peer._peer_module is None:
+        peer._peer_module = peer._peer_loader()
+    return peer._peer_module
+
+
+def have_peer(peer: Peer) -> bool:
+    """Whether the peer imports (importing it)."""
     try:
-        return importlib.import_module(module)
+        load_peer(peer)
     except ImportError:
-        if os.environ.get("POSENC_REQUIRE_PEERS") == "1":
-            raise
-        return None
+        return False
+    return True
+
+
+def needs(*peers: Peer) -> Any:
+    """Mark: the test uses these peers (imported at its setup; see :class:`Peer`)."""
+    return pytest.mark.needs(*peers)
 
 
 def python(*argv: str, cwd: Optional[str] = None, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:

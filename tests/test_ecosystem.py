@@ -25,17 +25,22 @@ from posenc import _backend, _checks
 from posenc._checks import BFLOAT16
 
 from conftest import requires_native
-from helpers import optional
+from helpers import Peer, have_peer, load_peer, needs
 from test_arguments import SPECS
 
-torch = optional("torch")
-jax = optional("jax")
-jnp = optional("jax.numpy")
-if jax is not None:
-    jax.config.update("jax_enable_x64", True)  # keep float64/int64 arrays as they are
+def _jax() -> Any:
+    import jax
 
-requires_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed")
-requires_jax = pytest.mark.skipif(jax is None, reason="JAX not installed")
+    jax.config.update("jax_enable_x64", True)  # keep float64/int64 arrays as they are
+    return jax
+
+
+torch = Peer("torch")
+jax = Peer("jax", _jax)
+jnp = Peer("jax.numpy", lambda: load_peer(jax).numpy)
+
+requires_torch = needs(torch)
+requires_jax = needs(jax, jnp)
 requires_bf16 = pytest.mark.skipif(BFLOAT16 is None, reason="ml_dtypes not installed")
 
 # Every public function's valid baseline call, from its hostile-input spec (SPECS in tests/test_<family>.py).
@@ -78,7 +83,7 @@ def out_templates(name: str) -> Dict[str, np.ndarray]:
 def as_numpy(result: Any) -> Any:
     if isinstance(result, tuple):
         return tuple(as_numpy(r) for r in result)
-    if torch is not None and isinstance(result, torch.Tensor):
+    if have_peer(torch) and isinstance(result, torch.Tensor):
         return result.numpy()
     return np.asarray(result) if not isinstance(result, (float, int)) else result
 
@@ -149,7 +154,7 @@ def test_inputs_are_viewed_not_copied():
         b = torch.zeros(3, 4, dtype=torch.bfloat16)
         bview = _checks.as_array(b, "x")
         assert bview.dtype == BFLOAT16 and bview.ctypes.data == b.data_ptr()
-    if jax is not None:
+    if have_peer(jnp):
         j = jnp.arange(12.0, dtype=jnp.float32).reshape(3, 4)
         jview = _checks.as_array(j, "x")
         assert jview.ctypes.data == j.unsafe_buffer_pointer()

@@ -13,14 +13,11 @@ from hypothesis import given, strategies as st
 import posenc
 from posenc import reference as ref
 
-from helpers import FLOAT_DTYPES, assert_bitwise_equal, assert_close_to_float64, eps, rand, strided_view
+from helpers import FLOAT_DTYPES, Peer, assert_bitwise_equal, assert_close_to_float64, eps, have_peer, needs, rand, strided_view
 from hostile import (BIG, HUGE, SIZE_ERRORS, Check, Raises, Spec, byteswapped, empty_of, misaligned, negative_strides,
                      stepped)
 
-try:  # optional peer for resize parity
-    import torch
-except ImportError:  # pragma: no cover
-    torch = None
+torch = Peer("torch")  # for resize parity and tensors
 
 INT_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
 
@@ -137,7 +134,7 @@ def test_misaligned_byteswapped_and_torch(isa):
     np.testing.assert_array_equal(posenc.embedding_add(x, table, pos), table[pos])
     np.testing.assert_array_equal(posenc.embedding_lookup(table.astype(">f4"), pos), table[pos])
     np.testing.assert_array_equal(posenc.embedding_grad(table.astype(">f4")[:10], pos, 16)[3:13], table[:10])
-    if torch is not None:
+    if have_peer(torch):
         t = torch.zeros(10, 8)
         assert posenc.embedding_add(t, table, pos, out=t) is t
         np.testing.assert_array_equal(t.numpy(), table[pos])
@@ -321,7 +318,7 @@ def test_resize_beyond_the_taps_cache(backend):
         np.testing.assert_allclose(posenc.resize_table(table, 5000, method), expected, rtol=0, atol=1e-13)
 
 
-@pytest.mark.skipif(torch is None, reason="PyTorch not installed")
+@needs(torch)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("old,new", [((14, 14), (16, 16)), ((16, 16), (14, 14)), ((7, 9), (24, 5)), ((1, 3), (4, 4)), ((32, 32), (37, 20))])
 def test_resize_matches_torch_interpolate(backend, dtype, old, new):

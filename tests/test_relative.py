@@ -24,15 +24,11 @@ from hypothesis import assume, given, strategies as st
 import posenc
 from posenc import reference as ref
 
-from helpers import FLOAT_DTYPES, assert_close_to_float64, rand, strided_view
+from helpers import FLOAT_DTYPES, Peer, assert_close_to_float64, needs, rand, strided_view
 from hostile import BIG, SIZE_ERRORS, Spec, byteswapped, empty_of, misaligned, negative_strides, stepped
 
-try:
-    import torch
-except ImportError:  # pragma: no cover - depends on the environment
-    torch = None
-
-requires_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed")
+torch = Peer("torch")
+requires_torch = needs(torch)
 
 
 def same_bits(a, b):
@@ -460,9 +456,8 @@ def test_add_misaligned_and_byteswapped(isa):
     same_bits(writable, expected)
 
 
+@requires_torch
 def test_add_from_torch_in_place(isa):
-    if torch is None:
-        pytest.skip("PyTorch not installed")
     t = torch.zeros(2, 4, 6, 6)
     posenc.add_alibi(t.numpy(), out=t.numpy())
     same_bits(t.numpy(), np.broadcast_to(alibi_closed_form(4, 6, 6), (2, 4, 6, 6)))
@@ -916,9 +911,8 @@ def test_relative_shift_equals_parakeets(isa, t):
     same_bits(posenc.relative_shift(bd.numpy()), want.numpy())
 
 
+@requires_torch
 def test_relative_shift_of_a_torch_tensor_is_a_view(isa):
-    if torch is None:
-        pytest.skip("PyTorch not installed")
     bd = torch.randn(2, 3, 4, 9)
     got = posenc.relative_shift(bd)
     assert got.shape == (2, 3, 4, 6) and np.shares_memory(got, bd.numpy())

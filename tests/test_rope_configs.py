@@ -21,12 +21,12 @@ import pytest
 
 import posenc
 
-from helpers import optional
+from helpers import Peer, needs
 
-torch = optional("torch")
-mru = optional("transformers.modeling_rope_utils")
+torch = Peer("torch")
+mru = Peer("transformers.modeling_rope_utils")
 # Tests against transformers (an optional peer, installed beside torch); the closed forms and docs run without.
-requires_hf = pytest.mark.skipif(torch is None or mru is None, reason="needs torch and transformers")
+requires_hf = needs(torch, mru)
 
 U = 2.0 ** -24
 # Positions: a short prefix, the edges of the original contexts used below, and long ones up to 2^20.

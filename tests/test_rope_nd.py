@@ -20,7 +20,7 @@ from hypothesis import given, settings, strategies as st
 import posenc
 from posenc import reference as ref
 
-from helpers import FLOAT_DTYPES, assert_close_to_float64, eps, optional, rand, strided_view
+from helpers import FLOAT_DTYPES, Peer, assert_close_to_float64, eps, needs, rand, strided_view
 from hostile import BIG, Spec, byteswapped, empty_of, misaligned, negative_strides, stepped
 from test_rope import in_place_variants
 from test_vision import axes_dims_cases
@@ -304,11 +304,12 @@ def test_cos_sin_native_matches_reference(native_isa, case):
 # ---------------------------------------------------------------- the peer: diffusers' FLUX code
 
 
+torch = Peer("torch")
+emb = Peer("diffusers.models.embeddings")
+
+
+@needs(torch, emb)
 def test_flux_matches_diffusers(isa):
-    torch = optional("torch")
-    emb = optional("diffusers.models.embeddings")
-    if torch is None or emb is None:
-        pytest.skip("needs torch and diffusers")
     from diffusers.models.transformers.transformer_flux import FluxPosEmbed
 
     h, w, heads, txt = 6, 5, 2, 3

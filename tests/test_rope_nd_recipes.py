@@ -9,7 +9,7 @@ DINOv3, EVA-02, RoPE-Mixed) rotates q/k exactly as the model does, on several gr
 their angles in float32, posenc (float64 angles) is checked against an exact evaluation while the peer's
 own error is measured.
 
-Peers are optional (``helpers.optional``): torch, transformers, diffusers, timm. timm's top-level import
+Peers are optional (``helpers.Peer``, imported by the tests that use them): torch, transformers, diffusers, timm. timm's top-level import
 needs torchvision; when that is missing, its ``timm.layers.pos_embed_sincos`` module is loaded on its own.
 """
 
@@ -27,29 +27,24 @@ import pytest
 
 import posenc
 
-from helpers import optional
+from helpers import Peer, have_peer, needs
 from hostile import SIZE_ERRORS, Check, Spec, empty_of
 
-torch = optional("torch")
-transformers = optional("transformers")
-vision_utils = optional("transformers.vision_utils")
-flux_pipeline = optional("diffusers.pipelines.flux.pipeline_flux")
+torch = Peer("torch")
+transformers = Peer("transformers")
+vision_utils = Peer("transformers.vision_utils")  # transformers 5
+flux_pipeline = Peer("diffusers.pipelines.flux.pipeline_flux")
 
 
-def _timm_sincos() -> Optional[Any]:
+def _timm_sincos() -> Any:
     """timm's ``layers.pos_embed_sincos`` (RotaryEmbeddingCat/Mixed/DinoV3), without timm's torchvision import."""
-    module = optional("timm.layers.pos_embed_sincos") if "timm" in sys.modules else None
-    if module is not None:
-        return module
-    try:
+    try:  # timm and torchvision both installed
         return importlib.import_module("timm.layers.pos_embed_sincos")
     except ImportError:
         pass
-    spec = importlib.util.find_spec("timm") if torch is not None else None
+    spec = importlib.util.find_spec("timm") if have_peer(torch) else None
     if spec is None or spec.origin is None:
-        if os.environ.get("POSENC_REQUIRE_PEERS") == "1":
-            raise ImportError("timm is required (POSENC_REQUIRE_PEERS=1)")
-        return None
+        raise ImportError("timm (and torch) not installed")
     root = os.path.dirname(spec.origin)
     saved = {k: v for k, v in sys.modules.items() if k == "timm" or k.startswith("timm.")}
     for name in [k for k in sys.modules if k == "timm" or k.startswith("timm.")]:
@@ -66,13 +61,12 @@ def _timm_sincos() -> Optional[Any]:
         sys.modules.update(saved)
 
 
-timm_sincos = _timm_sincos()
+timm_sincos = Peer("timm.layers.pos_embed_sincos", _timm_sincos)
 
-needs_torch = pytest.mark.skipif(torch is None, reason="needs torch")
-needs_timm = pytest.mark.skipif(timm_sincos is None, reason="needs timm (and torch)")
-needs_transformers = pytest.mark.skipif(transformers is None or torch is None or vision_utils is None,
-                                        reason="needs transformers 5 and torch")
-needs_diffusers = pytest.mark.skipif(flux_pipeline is None or torch is None, reason="needs diffusers and torch")
+needs_torch = needs(torch)
+needs_timm = needs(torch, timm_sincos)
+needs_transformers = needs(torch, transformers, vision_utils)
+needs_diffusers = needs(torch, flux_pipeline)
 
 
 # ====================================================================== part 1: the coordinates

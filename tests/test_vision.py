@@ -12,10 +12,10 @@ import posenc
 from posenc import reference as ref
 from posenc._rounding import round_once
 
-from helpers import FLOAT_DTYPES, assert_close_to_float64, optional, rand, strided_view
+from helpers import FLOAT_DTYPES, Peer, assert_close_to_float64, needs, rand, strided_view
 from hostile import BIG, SIZE_ERRORS, Spec, empty_of
 
-diffusers_embeddings = optional("diffusers.models.embeddings")
+diffusers_embeddings = Peer("diffusers.models.embeddings")
 
 
 # ---------------------------------------------------------------- independent closed forms
@@ -198,7 +198,7 @@ def test_sincos_2d_matches_reference(native_isa, quarter, h, w, extra, base_size
     np.testing.assert_array_equal(expected, round_once(exact, np.dtype(dtype)))
 
 
-@pytest.mark.skipif(diffusers_embeddings is None, reason="needs diffusers")
+@needs(diffusers_embeddings)
 @pytest.mark.parametrize("hw,base_size,scale", [((16, 16), 16, 1.0), ((32, 32), 32, 1.0), ((8, 8), 8, 2.0),
                                                  ((64, 64), 64, 0.5), ((24, 40), 16, 1.0), ((12, 12), 16, 1.5)])
 def test_sincos_2d_is_diffusers(isa, hw, base_size, scale):
@@ -227,8 +227,8 @@ def test_sincos_2d_is_diffusers(isa, hw, base_size, scale):
 # ---------------------------------------------------------------- Swin
 
 WINDOWS = [(1, 1), (1, 4), (3, 1), (2, 2), (2, 3), (7, 7), (5, 12), (12, 12)]
-transformers = optional("transformers")
-torch = optional("torch")
+transformers = Peer("transformers")
+torch = Peer("torch")
 
 
 def swin_index_closed(wh: int, ww: int) -> np.ndarray:
@@ -257,7 +257,7 @@ def test_swin_index_closed_form(window):
         np.testing.assert_array_equal(posenc.swin_relative_position_index(window[0]), got)
 
 
-@pytest.mark.skipif(transformers is None or torch is None, reason="needs transformers and torch")
+@needs(torch, transformers)
 @pytest.mark.parametrize("window", WINDOWS)
 def test_swin_index_and_bias_are_transformers(window):
     from transformers.models.swin.modeling_swin import SwinRelativePositionBias
@@ -372,7 +372,7 @@ def test_swinv2_coords_closed_form(window, pretrained):
     np.testing.assert_array_equal(got, -got[::-1, ::-1])
 
 
-@pytest.mark.skipif(transformers is None or torch is None, reason="needs transformers and torch")
+@needs(torch, transformers)
 @pytest.mark.parametrize("window,pretrained", [((8, 8), (0, 0)), ((7, 7), (0, 0)), ((12, 12), (8, 8)),
                                                ((24, 24), (12, 12)), ((4, 6), (0, 0)), ((16, 8), (12, 6))])
 def test_swinv2_coords_are_transformers(window, pretrained):
@@ -456,7 +456,7 @@ def test_detr_sine_matches_reference(native_isa, batch, h, w, feats, dtype, norm
     np.testing.assert_array_equal(got, ref.detr_sine(*args, **kw))
 
 
-@pytest.mark.skipif(transformers is None or torch is None, reason="needs transformers and torch")
+@needs(torch, transformers)
 @pytest.mark.parametrize("normalize,scale", [(False, None), (True, None), (True, 3.0)])
 @pytest.mark.parametrize("feats,temperature", [(64, 10000), (128, 20), (8, 10000)])
 def test_detr_sine_is_transformers(normalize, scale, feats, temperature):
