@@ -31,7 +31,7 @@ class Peer:
     def __getattr__(self, attr: str) -> Any:
         # Not for the probes of a collector (pytest looks for _mock_name, __wrapped__, pytestmark ...
         # on every module-level object): a private name is looked up only once a test loaded the peer.
-        if self._peer_module is None and attr.startswith(("_", "pytest")):
+        if self.__dict__.get("_peer_module") is None and attr.startswith(("_", "pytest")):
             raise AttributeError(attr)
         return getattr(load_peer(self), attr)
 
