@@ -199,7 +199,7 @@ def _pytest(modules: List[str], mutant: Optional[str]) -> Tuple[int, str]:
     if mutant:
         env["POSENC_MUTANT"] = mutant
         # A mutant wraps the binding, which every ISA path goes through alike: the ISA-parametrised
-        # tests run on the default path only (tests/conftest.py), a third to a half of the time.
+        # tests run on the default path only (tests/conftest.py), once instead of once per path.
         env["POSENC_ISA"] = _default_isa()
     # One run per core at a time, each with OpenMP (posenc's, torch's) on every core: threads that
     # spin while they wait took the cores from the other run (a relative mutant: 45 s, 16 s passive).
