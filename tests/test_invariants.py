@@ -167,8 +167,8 @@ def test_set_num_threads_from_another_thread_does_not_corrupt_calls():
         posenc.set_num_threads(None)
 
 
-def _python_progress_during_a_kernel() -> tuple:
-    x = np.zeros((24, 2048, 512), np.float32)  # about a tenth of a second of add_sinusoidal
+def _python_progress_during_a_kernel(batches: int) -> tuple:
+    x = np.zeros((batches, 2048, 512), np.float32)  # 24: 17-100 ms of add_sinusoidal, by CPU
     running = threading.Event()
     stamps = []
 
@@ -200,14 +200,18 @@ def test_gil_is_released_while_a_kernel_runs():
 
     With the GIL held for the whole call, the spinner could not take a single
     time stamp strictly inside the call. The kernel runs on one OpenMP thread
-    so the spinner has a core; a few attempts absorb a machine busy elsewhere.
+    so the spinner has a core; a few attempts absorb a machine busy elsewhere,
+    and a call too quick to tell on a fast CPU is retried on a larger array.
     """
     posenc.set_num_threads(1)
+    batches = 24
     try:
-        for _ in range(3):
-            took, inside = _python_progress_during_a_kernel()
-            if inside:
+        for _ in range(4):
+            took, inside = _python_progress_during_a_kernel(batches)
+            if inside and took > 0.02:
                 break
+            if took <= 0.02:
+                batches *= 2
     finally:
         posenc.set_num_threads(None)
     assert took > 0.02, "the kernel was too quick to tell"
