@@ -131,6 +131,19 @@ constexpr bool kPrefetchNarrowSums = true;
 // float16 sum's time; without it float16 sums took 0.87-0.95x their time
 // (AMD EPYC, Zen 3, two builds alternated, one thread; the same build
 // against itself 0.92-1.00x). out may be x.
+// add_run's float64 sum of the whole vector of columns [j, j + kFullLanes)
+// in registers (the same fused scale·x + v, rounded to odd, then narrowed:
+// the same bits), for vectors whose float32 check fails. Element by element
+// (add_run) those had taken a third of float16 sums' time on Gaussian x.
+template <class T>
+POSENC_BLOCK_INLINE void add_exact(const AngleRow& v, std::int64_t j, double scale, const T* x, T* out) {
+    using D = Doubles<kFullLanes>;
+    const D vd = v.interleaved ? interleave_doubles(v.s + j / 2, v.c + j / 2) : load_doubles<kFullLanes>(v.s + j);
+    D r = to_doubles(widen_full(x + j));
+    for (int i = 0; i < D::kRegs; ++i) r.r[i] = fused_add(splat_reg(scale), r.r[i], vd.r[i]);
+    narrow_lanes(out + j, odd_lanes(r));
+}
+
 template <class T>
 inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, std::int64_t n, double scale,
                                   const T* x, T* out, const T* next) {
@@ -155,7 +168,7 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
                 store_rounded(out + j, r);
                 continue;
             }
-            exact(j, kFullLanes);
+            add_exact(v, j, scale, x, out);
         }
     }
     for (; j < n; j += kFullLanes) exact(j, n - j < kFullLanes ? n - j : kFullLanes);
