@@ -217,10 +217,10 @@ POSENC_BLOCK_INLINE FullFloats error_bound(FullFloats a, FullFloats bound, FullF
 template <class T>
 POSENC_BLOCK_INLINE void rotate_exact(const T* x, T* o, const double* __restrict c, const double* __restrict s) {
     using D = Doubles<kFullLanes>;
-    const D xv = to_doubles(widen_full(x)), cv = load_doubles<kFullLanes>(c), sv = load_doubles<kFullLanes>(s);
+    const D xv = widen_doubles(x), cv = load_doubles<kFullLanes>(c), sv = load_doubles<kFullLanes>(s);
     D r;
     for (int i = 0; i < D::kRegs; ++i) r.r[i] = fused_add(xv.r[i], cv.r[i], mul(swap_pairs(xv.r[i]), sv.r[i]));
-    narrow_lanes(o, odd_lanes(r));
+    narrow_doubles(o, r);
 }
 
 // The same for kFullLanes pairs of a NeoX row: u at xu, v at xv, into ou and ov.
@@ -228,15 +228,15 @@ template <class T>
 POSENC_BLOCK_INLINE void rotate_exact(const T* xu, const T* xv, T* ou, T* ov, const double* __restrict c,
                                       const double* __restrict s) {
     using D = Doubles<kFullLanes>;
-    const D u = to_doubles(widen_full(xu)), v = to_doubles(widen_full(xv));
+    const D u = widen_doubles(xu), v = widen_doubles(xv);
     const D cv = load_doubles<kFullLanes>(c), sv = load_doubles<kFullLanes>(s);
     D ru, rv;
     for (int i = 0; i < D::kRegs; ++i) {  // (u·c − v·s, v·c + u·s)
         ru.r[i] = fused_sub(u.r[i], cv.r[i], mul(v.r[i], sv.r[i]));
         rv.r[i] = fused_add(v.r[i], cv.r[i], mul(u.r[i], sv.r[i]));
     }
-    narrow_lanes(ou, odd_lanes(ru));
-    narrow_lanes(ov, odd_lanes(rv));
+    narrow_doubles(ou, ru);
+    narrow_doubles(ov, rv);
 }
 
 // rotate_exact's rotations of float16 in float32 instead, with FloatTables'

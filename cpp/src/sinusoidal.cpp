@@ -139,9 +139,9 @@ template <class T>
 POSENC_BLOCK_INLINE void add_exact(const AngleRow& v, std::int64_t j, double scale, const T* x, T* out) {
     using D = Doubles<kFullLanes>;
     const D vd = v.interleaved ? interleave_doubles(v.s + j / 2, v.c + j / 2) : load_doubles<kFullLanes>(v.s + j);
-    D r = to_doubles(widen_full(x + j));
+    D r = widen_doubles(x + j);
     for (int i = 0; i < D::kRegs; ++i) r.r[i] = fused_add(splat_reg(scale), r.r[i], vd.r[i]);
-    narrow_lanes(out + j, odd_lanes(r));
+    narrow_doubles(out + j, r);
 }
 
 template <class T>

@@ -265,6 +265,36 @@ POSENC_LANES_INLINE __m256 odd_lanes(Doubles<8> d) { return _mm256_set_m128(odd_
 #endif
 POSENC_LANES_INLINE Floats odd_lanes(const double* p) { return odd_lanes(load_doubles<kLanes>(p)); }
 
+// A vector of floats' worth of doubles rounded once to T and stored: odd
+// floats, then narrowed.
+template <class T, int N>
+POSENC_LANES_INLINE void narrow_doubles(T* p, Doubles<N> d) {
+    narrow_lanes(p, odd_lanes(d));
+}
+#if defined(__AVX512F__)
+// float16 on AVX-512 rounds to odd at float's own 24 bits instead: the
+// dropped bits' sticky ORed into the last kept bit, then a truncating
+// conversion (embedded rounding), three operations per register where
+// odd_reg takes five. Exact for float16 (24 ≥ 11 + 2 bits): values below
+// float's normal range, where truncation loses the sticky bit, round to
+// zero as float16 either way (bfloat16's subnormals are float's: odd_reg);
+// NaNs keep their top payload bits, infinities stay, and finite values past
+// float's range truncate to FLT_MAX, which float16 rounds to infinity too.
+POSENC_LANES_INLINE __m256 odd_float_reg(__m512d d) {
+    const __m512i u = _mm512_castpd_si512(d);
+    const __m512i last = _mm512_set1_epi64(std::int64_t(1) << 29);  // float's last kept bit
+    const __mmask8 inexact = _mm512_test_epi64_mask(u, _mm512_sub_epi64(last, _mm512_set1_epi64(1)));
+    const __m512i odd = _mm512_mask_or_epi64(u, inexact, u, last);
+    return _mm512_cvt_roundpd_ps(_mm512_castsi512_pd(odd), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+}
+POSENC_LANES_INLINE void narrow_doubles(half_t* p, Doubles<16> d) {
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(odd_float_reg(d.r[0]), kNearest));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8), _mm256_cvtps_ph(odd_float_reg(d.r[1]), kNearest));
+}
+#endif
+
+
 // The widest float vector of the path, whatever the source's width: for loops
 // that hold doubles in 512-bit registers anyway (AVX-512), where converting
 // sixteen narrow values costs what eight do.
@@ -274,6 +304,18 @@ template <class T> POSENC_LANES_INLINE __m512 widen_full(const T* p) { return wi
 #else
 constexpr int kFullLanes = 8;
 template <class T> POSENC_LANES_INLINE __m256 widen_full(const T* p) { return widen_lanes(p); }
+#endif
+
+// A vector of floats' worth of T as doubles.
+template <class T>
+POSENC_LANES_INLINE Doubles<kFullLanes> widen_doubles(const T* p) {
+    return to_doubles(widen_full(p));
+}
+#if defined(__AVX512F__)
+POSENC_LANES_INLINE Doubles<16> widen_doubles(const half_t* p) {
+    const __m128i* q = reinterpret_cast<const __m128i*>(p);
+    return {{_mm512_cvtps_pd(_mm256_cvtph_ps(_mm_loadu_si128(q))), _mm512_cvtps_pd(_mm256_cvtph_ps(_mm_loadu_si128(q + 1)))}};
+}
 #endif
 
 #endif
