@@ -86,23 +86,15 @@ template <> struct ComputeOf<float> { using type = float; };
 // where no product or sum can overflow, and is 0 (the float64 rotation
 // everywhere) for tables that are not finite or too small (m < 2^-100: a
 // float32 entry's absolute error, 2^-150 at worst, must stay below 2^-24·m).
-// Which formats rotate in float32 first: bfloat16 (rotate_pairs), whose
-// 16-pair vectors fall back to float64 for 2.4% of Gaussian data, and
-// float16 on the AVX2 path (rotate_floats). float16's halfway points are 8x
-// denser: on AVX-512, 16-pair vectors fell back for 15% and measured
-// 1.0-1.2x the time of float64 alone (Intel Xeon); AVX2's 8-feature
-// vectors fall back for 3.9% (GPT-J).
+// Which formats rotate in float32 first (kFloat32First, rounds_alike.hpp):
+// bfloat16 (rotate_pairs), whose 16-pair vectors fall back to float64 for
+// 2.4% of Gaussian data, and float16 on the AVX2 path (rotate_floats),
+// whose 8-feature vectors fall back for 3.9% (GPT-J).
 #if POSENC_HAVE_LANES
-#if defined(__AVX512F__)
-template <class T> constexpr bool kFloat32First = std::is_same<T, bfloat16_t>::value;
-#else
-template <class T> constexpr bool kFloat32First = kNarrowFormat<T>;
-#endif
 // Pairs one vector of Pairs rotates (kFullLanes); NeoX rows take two, a
 // load of pairs of u and one of v (see rotate_pairs).
 constexpr std::int64_t kPairLanes = kFullLanes;
 #else
-template <class T> constexpr bool kFloat32First = false;
 constexpr std::int64_t kPairLanes = 1;
 #endif
 

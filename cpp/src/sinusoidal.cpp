@@ -99,6 +99,37 @@ inline void float_row(const AngleRow& v, std::int64_t n, float* __restrict w) {
 }
 
 #if POSENC_HAVE_LANES
+// The exact sum of columns [j, j + m) of a row, m ≤ kFullLanes, element by element (add_run).
+template <class T>
+inline void add_columns(const AngleRow& v, std::int64_t j, std::int64_t m, double scale, const T* x, T* out) {
+    double vj[kFullLanes];
+    for (std::int64_t k = 0; k < m; ++k) vj[k] = v.at(j + k);
+    add_run<true>(vj, m, scale, x + j, 1, out + j, 1);
+}
+
+// add_run's float64 sum of the whole vector of columns [j, j + kFullLanes)
+// in registers: the same fused scale·x + v, rounded to odd, then narrowed,
+// so the same bits. out may be x.
+template <class T>
+POSENC_BLOCK_INLINE void add_exact(const AngleRow& v, std::int64_t j, double scale, const T* x, T* out) {
+    using D = Doubles<kFullLanes>;
+    const D vd = v.interleaved ? interleave_doubles(v.s + j / 2, v.c + j / 2) : load_doubles<kFullLanes>(v.s + j);
+    D r = widen_doubles(x + j);
+    for (int i = 0; i < D::kRegs; ++i) r.r[i] = fused_add(splat_reg(scale), r.r[i], vd.r[i]);
+    narrow_doubles(out + j, r);
+}
+
+// float16 sums on the AVX-512 path (kFloat32First, rounds_alike.hpp): in
+// float64, a vector at a time. In float32 first, as below, they had taken
+// 1.2x this time (AMD EPYC Zen 5, [4, 2048, 1024], 1 and 2 threads); on
+// the AVX2 path this took 1.13-1.19x float32 first's.
+template <class T>
+inline void add_row_exact(const AngleRow& v, std::int64_t n, double scale, const T* x, T* out) {
+    std::int64_t j = 0;
+    for (; j + kFullLanes <= n; j += kFullLanes) add_exact(v, j, scale, x, out);
+    if (j < n) add_columns(v, j, n - j, scale, x, out);
+}
+
 // float16/bfloat16 sums, a vector at a time, in float32 first
 // (rounds_alike.hpp): with s = float(scale), w = float(v) (the row rounded
 // once, shared by every batch) and F = x·s + w in one FMA, F differs from
@@ -107,19 +138,19 @@ inline void float_row(const AngleRow& v, std::int64_t n, float* __restrict w) {
 // at most 2^-24·(|F| + e). So e = (1 + 2^-8)·2^-22·A suffices where A is at
 // least 2^-100 (far above any underflow) and below 2^126 (no overflow);
 // vectors with a lane outside, or one that may round apart, take the
-// float64 sum. Scales beyond 2^±60 take it everywhere (float(scale) would
-// not carry one rounding of relative 2^-24). Unlike the rotation's (rope.cpp)
-// these results seldom cancel: on Gaussian x plus a [2048, 1024] encoding
-// 1.3% of bfloat16 and 6.9% of float16 vectors (16 lanes) fall back.
-// bfloat16 sums took 0.56-0.69x the float64 sum's time, float16 ones
-// 0.67-1.04x, ~0.8 typically (one thread, [4, 2048, 1024], AVX-512, six
-// alternated rounds on a loaded machine).
+// float64 sum (add_exact: element by element, those had taken a third of
+// float16 sums' time on Gaussian x). Scales beyond 2^±60 take it everywhere
+// (float(scale) would not carry one rounding of relative 2^-24). Unlike the
+// rotation's (rope.cpp) these results seldom cancel: on Gaussian x plus a
+// [2048, 1024] encoding 1.3% of bfloat16 and 6.9% of float16 vectors (16
+// lanes) fall back. bfloat16 sums took 0.56-0.69x the float64 sum's time
+// (one thread, [4, 2048, 1024], AVX-512, Intel; on Zen 5, with the float64
+// sum as add_exact, 0.55-0.6x).
 // On the AVX2 path a row prefetches the row added next, a line per line
 // added as add_row_f32 does: with it float16 sums took 0.89-0.92x their time
 // without, bfloat16 ones 0.96-1.02x (AMD EPYC, Zen 3, 1 and 2 threads,
-// alternated calls). Not on the AVX-512 path, where it was not measured (no AVX-512
-// CPU at hand) and where these sums cut into prefetched pieces had been
-// 10-15% slower (encode_run).
+// alternated calls). Not on the AVX-512 path, where these sums cut into
+// prefetched pieces had been 10-15% slower (encode_run).
 #if defined(__AVX512F__)
 constexpr bool kPrefetchNarrowSums = false;
 #else
@@ -131,29 +162,10 @@ constexpr bool kPrefetchNarrowSums = true;
 // float16 sum's time; without it float16 sums took 0.87-0.95x their time
 // (AMD EPYC, Zen 3, two builds alternated, one thread; the same build
 // against itself 0.92-1.00x). out may be x.
-// add_run's float64 sum of the whole vector of columns [j, j + kFullLanes)
-// in registers (the same fused scale·x + v, rounded to odd, then narrowed:
-// the same bits), for vectors whose float32 check fails. Element by element
-// (add_run) those had taken a third of float16 sums' time on Gaussian x.
-template <class T>
-POSENC_BLOCK_INLINE void add_exact(const AngleRow& v, std::int64_t j, double scale, const T* x, T* out) {
-    using D = Doubles<kFullLanes>;
-    const D vd = v.interleaved ? interleave_doubles(v.s + j / 2, v.c + j / 2) : load_doubles<kFullLanes>(v.s + j);
-    D r = widen_doubles(x + j);
-    for (int i = 0; i < D::kRegs; ++i) r.r[i] = fused_add(splat_reg(scale), r.r[i], vd.r[i]);
-    narrow_doubles(out + j, r);
-}
-
 template <class T>
 inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, std::int64_t n, double scale,
                                   const T* x, T* out, const T* next) {
     constexpr std::int64_t kLine = kLineBytes / sizeof(T);
-    // The exact sum of columns [j, j + m), m ≤ kFullLanes.
-    auto exact = [&](std::int64_t j, std::int64_t m) {
-        double vj[kFullLanes];
-        for (std::int64_t k = 0; k < m; ++k) vj[k] = v.at(j + k);
-        add_run<true>(vj, m, scale, x + j, 1, out + j, 1);
-    };
     std::int64_t j = 0;
     if (std::fabs(scale) >= 0x1p-60 && std::fabs(scale) <= 0x1p60) {
         const float s32 = static_cast<float>(scale);
@@ -171,7 +183,7 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
             add_exact(v, j, scale, x, out);
         }
     }
-    for (; j < n; j += kFullLanes) exact(j, n - j < kFullLanes ? n - j : kFullLanes);
+    for (; j < n; j += kFullLanes) add_columns(v, j, n - j < kFullLanes ? n - j : kFullLanes, scale, x, out);
 }
 
 #endif
@@ -193,7 +205,7 @@ inline void in_pieces(std::int64_t n, const void* ahead, Piece&& piece) {
 // Columns [0, n) of a row: out[j] = v[j] (kAdd false) or scale·x[j] + v[j]
 // (kAdd true, add_run); a contiguous sum prefetches `next`, the row of x it
 // adds after this one (null: none).
-// (Contiguous float16/bfloat16 sums go through add_row_float32_first.)
+// (Contiguous float16/bfloat16 sums go through add_row_exact or add_row_float32_first.)
 template <bool kAdd, bool kContiguous, class T>
 inline void encode_run(const double* __restrict v, std::int64_t n, double scale, const T* x, std::int64_t xcs,
                        T* out, std::int64_t ocs, const T* next = nullptr) {
@@ -301,10 +313,10 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     threads = threads < items ? threads : static_cast<int>(items);
 
     // Per thread: the angle row (sines, then cosines), for an interleaved
-    // sum the row interleaved, for a float16/bfloat16 sum the row as floats;
-    // plus the one-position step shared by all.
-    constexpr bool kFloatRow = kAdd && kNarrowFormat<T> && POSENC_HAVE_LANES;
-    const std::int64_t per_thread = 4 * half + (kFloatRow ? a.cols / 2 + 1 : 0);
+    // sum the row interleaved, for a float16/bfloat16 sum in float32 first
+    // the row as floats; plus the one-position step shared by all.
+    constexpr bool kNarrowRows = kAdd && kNarrowFormat<T> && POSENC_HAVE_LANES;
+    const std::int64_t per_thread = 4 * half + (kNarrowRows ? a.cols / 2 + 1 : 0);
     Scratch scratch(2 * half + per_thread * threads);
     const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
     const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
@@ -326,13 +338,14 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
             // that adding it to each batch is an element-by-element pass:
             // the split row is the angle row itself; an interleaved one is
             // built once per row and reused by every batch.
-            // Contiguous float16/bfloat16 sums read the row as floats
-            // (add_row_float32_first) and need no interleaved doubles.
+            // Contiguous float16/bfloat16 sums read the sines and cosines
+            // themselves (add_row_exact, add_row_float32_first: the row as
+            // floats) and need no interleaved doubles.
             const AngleRow angle_row{angles.s(), angles.c(), kInterleaved};
-            const bool float_first = kFloatRow && contiguous;
+            const bool narrow_row = kNarrowRows && contiguous;
             const double* pe = angles.s();
             if constexpr (kAdd && kInterleaved) {
-                if (!float_first) {
+                if (!narrow_row) {
 #pragma omp simd
                     for (std::int64_t i = 0; i < half; ++i) {
                         interleaved[2 * i] = angles.s()[i];
@@ -341,7 +354,7 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
                     pe = interleaved;
                 }
             }
-            if (float_first) float_row(angle_row, a.cols, row32);
+            if (narrow_row && kFloat32First<T>) float_row(angle_row, a.cols, row32);
             for (std::int64_t b = b0; b < b1; ++b) {
                 T* o = out + ol.batch_offsets[b] + row * ol.row_stride;
                 if constexpr (kAdd) {
@@ -351,9 +364,12 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
                                     : row + 1 < r1 ? x + xl->batch_offsets[b0] + (row + 1) * xl->row_stride
                                                    : nullptr;
 #if POSENC_HAVE_LANES
-                    if constexpr (kFloatRow) {
-                        if (float_first) {
-                            add_row_float32_first(angle_row, row32, a.cols, scale, xi, o, next);
+                    if constexpr (kNarrowRows) {
+                        if (narrow_row) {
+                            if constexpr (kFloat32First<T>)
+                                add_row_float32_first(angle_row, row32, a.cols, scale, xi, o, next);
+                            else
+                                add_row_exact(angle_row, a.cols, scale, xi, o);
                             continue;
                         }
                     }

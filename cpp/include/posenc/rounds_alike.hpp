@@ -10,10 +10,9 @@
 // halfway point: for rope.cpp's rotation about 0.15% of pairs of Gaussian
 // data, more where the result cancels) sends its whole vector back to
 // float64. Used by the rotation (rope.cpp) and the sum scale·x + PE
-// (sinusoidal.cpp), each with its own bound; float16's halfway points are 8x
-// denser, and its rotation goes float32-first on the AVX2 path only
-// (rope.cpp says why). Vectors of
-// the path's widest floats (lanes.hpp's kFullLanes: 16 on AVX-512, 8 on AVX2).
+// (sinusoidal.cpp), each with its own bound; float16 goes float32-first on
+// the AVX2 path only (kFloat32First below says why). Vectors of the path's
+// widest floats (lanes.hpp's kFullLanes: 16 on AVX-512, 8 on AVX2).
 // bfloat16 pairs can also be read and written as they lie, two values to a
 // 32-bit lane (Pairs), each half a float by itself: no widening or narrowing
 // shuffle, which on AVX-512 competes with the arithmetic for one port.
@@ -21,10 +20,28 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "posenc/lanes.hpp"
 
 POSENC_BEGIN_TARGET
+
+// Which formats compute in float32 first, then checked: bfloat16, and
+// float16 on the AVX2 path. float16's halfway points are 8x denser than
+// bfloat16's, so more of its vectors fall back (15% of 16-pair rotations),
+// and on AVX-512 its float64 route (lanes.hpp) was the faster (AMD EPYC Zen
+// 5, 1 and 2 threads: float32 first took 1.18-1.33x its time in rotations,
+// 1.19-1.21x in sums; so too for rotations on an Intel Xeon, 1.0-1.2x); on the
+// AVX2 path float32 first was the faster (sums: the float64 route took
+// 1.13-1.19x its time; rotations on Zen 3: 1.03-1.14x).
+// (None on the baseline path, which has no vectors of its own here.)
+#if !POSENC_HAVE_LANES
+template <class T> constexpr bool kFloat32First = false;
+#elif defined(__AVX512F__)
+template <class T> constexpr bool kFloat32First = std::is_same<T, bfloat16_t>::value;
+#else
+template <class T> constexpr bool kFloat32First = kNarrowFormat<T>;
+#endif
 
 #if POSENC_HAVE_LANES
 
