@@ -18,8 +18,9 @@ namespace {
 // rows of different batches lie far apart (a float32 row of 1024 columns is
 // one 4 KiB page): the hardware prefetchers, which stay within a page, start
 // cold on every row and the loads wait on memory. So while it adds a row, the
-// kernel prefetches the row it visits next (one thread, [4, 2048, 1024]
-// float32 on the AVX-512 path, with the float32 loop below: 1.7-2.4x a plain
+// kernel prefetches a row it visits later (kSumAheadBytes; one thread,
+// [4, 2048, 1024] float32 on the AVX-512 path of an Intel Xeon, with the
+// float32 loop below and the next row prefetched: 1.7-2.4x a plain
 // read-modify-write pass of the buffer before, 1.2-1.4x after; float64
 // 1.3x -> 1.25x). Contiguous rows only (encode_run, through in_pieces).
 
@@ -145,8 +146,8 @@ inline void add_row_exact(const AngleRow& v, std::int64_t n, double scale, const
 // [2048, 1024] encoding 1.3% of bfloat16 and 6.9% of float16 vectors (16
 // lanes) fall back. bfloat16 sums took 0.56-0.69x the float64 sum's time
 // (one thread, [4, 2048, 1024], AVX-512, Intel; on Zen 5, with the float64
-// sum as add_exact, 0.55-0.6x).
-// On the AVX2 path a row prefetches the row added next, a line per line
+// sum as add_exact, 0.55-0.59x).
+// On the AVX2 path a row prefetches a row added later, a line per line
 // added as add_row_f32 does: with it float16 sums took 0.89-0.92x their time
 // without, bfloat16 ones 0.96-1.02x (AMD EPYC, Zen 3, 1 and 2 threads,
 // alternated calls). Not on the AVX-512 path, where these sums cut into
@@ -203,8 +204,8 @@ inline void in_pieces(std::int64_t n, const void* ahead, Piece&& piece) {
 }
 
 // Columns [0, n) of a row: out[j] = v[j] (kAdd false) or scale·x[j] + v[j]
-// (kAdd true, add_run); a contiguous sum prefetches `next`, the row of x it
-// adds after this one (null: none).
+// (kAdd true, add_run); a contiguous sum prefetches `next`, a row of x it
+// adds later (null: none).
 // (Contiguous float16/bfloat16 sums go through add_row_exact or add_row_float32_first.)
 template <bool kAdd, bool kContiguous, class T>
 inline void encode_run(const double* __restrict v, std::int64_t n, double scale, const T* x, std::int64_t xcs,
@@ -299,6 +300,17 @@ inline void table_row_ahead(const double* s, const double* c, std::int64_t half,
     }
 }
 
+// How far ahead a sum prefetches the rows of x it visits (a line per line
+// added, prefetch.hpp): the row that many bytes of rows on, at least the
+// next. A batch's rows lie far from the next batch's, which the hardware
+// prefetchers do not follow. One row ahead (a float32 row of 1024 columns
+// is 4 KiB), the loads still waited; 16 KiB ahead float32 sums took
+// 0.78-0.80x the time at one thread and 0.85-0.88x at two, 32 KiB 1.05x
+// that ([4, 2048, 1024], AMD EPYC Zen 5, AVX-512). float64 rows, added in
+// prefetched pieces (encode_run), keep the next row: two 8 KiB rows ahead
+// they took 1.05-1.10x the time at one thread.
+constexpr std::int64_t kSumAheadBytes = 16 * 1024;
+
 // Rows [0, rows) in anchor blocks; each block of rows is encoded into
 // batches [b0, b1) of every operand, so a row's sines are computed once for
 // all batches. Work items are (block, batch slice) pairs, so a short
@@ -320,6 +332,9 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     Scratch scratch(2 * half + per_thread * threads);
     const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
     const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
+    const std::int64_t row_bytes = a.cols * static_cast<std::int64_t>(sizeof(T));
+    const std::int64_t ahead =
+        std::is_same<T, double>::value || row_bytes >= kSumAheadBytes ? 1 : kSumAheadBytes / row_bytes;
 
     // Blocks start at an anchor row (angles.hpp), so an item's values do not
     // depend on the thread that claims it.
@@ -359,10 +374,11 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
                 T* o = out + ol.batch_offsets[b] + row * ol.row_stride;
                 if constexpr (kAdd) {
                     const T* xi = x + xl->batch_offsets[b] + row * xl->row_stride;
-                    // The row visited next: the next batch's, else the next row's first.
-                    const T* next = b + 1 < b1 ? x + xl->batch_offsets[b + 1] + row * xl->row_stride
-                                    : row + 1 < r1 ? x + xl->batch_offsets[b0] + (row + 1) * xl->row_stride
-                                                   : nullptr;
+                    // The row to prefetch (see kSumAheadBytes): `ahead` visits on,
+                    // in the order (row, batch) of this item.
+                    const std::int64_t visit = (row - r0) * (b1 - b0) + (b - b0) + ahead;
+                    const std::int64_t next_row = r0 + visit / (b1 - b0), next_b = b0 + visit % (b1 - b0);
+                    const T* next = next_row < r1 ? x + xl->batch_offsets[next_b] + next_row * xl->row_stride : nullptr;
 #if POSENC_HAVE_LANES
                     if constexpr (kNarrowRows) {
                         if (narrow_row) {
