@@ -18,7 +18,7 @@ namespace {
 // rows of different batches lie far apart (a float32 row of 1024 columns is
 // one 4 KiB page): the hardware prefetchers, which stay within a page, start
 // cold on every row and the loads wait on memory. So while it adds a row, the
-// kernel prefetches a row it visits later (kSumAheadBytes; one thread,
+// kernel prefetches a row it visits later (kRowsAheadBytes; one thread,
 // [4, 2048, 1024] float32 on the AVX-512 path of an Intel Xeon, with the
 // float32 loop below and the next row prefetched: 1.7-2.4x a plain
 // read-modify-write pass of the buffer before, 1.2-1.4x after; float64
@@ -300,16 +300,10 @@ inline void table_row_ahead(const double* s, const double* c, std::int64_t half,
     }
 }
 
-// How far ahead a sum prefetches the rows of x it visits (a line per line
-// added, prefetch.hpp): the row that many bytes of rows on, at least the
-// next. A batch's rows lie far from the next batch's, which the hardware
-// prefetchers do not follow. One row ahead (a float32 row of 1024 columns
-// is 4 KiB), the loads still waited; 16 KiB ahead float32 sums took
-// 0.78-0.80x the time at one thread and 0.85-0.88x at two, 32 KiB 1.05x
-// that ([4, 2048, 1024], AMD EPYC Zen 5, AVX-512). float64 rows, added in
-// prefetched pieces (encode_run), keep the next row: two 8 KiB rows ahead
-// they took 1.05-1.10x the time at one thread.
-constexpr std::int64_t kSumAheadBytes = 16 * 1024;
+// A sum prefetches the row of x it visits kRowsAheadBytes of rows later (a
+// line per line added, prefetch.hpp). float64 rows, added in prefetched
+// pieces (encode_run), prefetch the next row: two 8 KiB rows ahead they
+// took 1.05-1.10x the time at one thread (Zen 5).
 
 // Rows [0, rows) in anchor blocks; each block of rows is encoded into
 // batches [b0, b1) of every operand, so a row's sines are computed once for
@@ -334,7 +328,7 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
     const std::int64_t row_bytes = a.cols * static_cast<std::int64_t>(sizeof(T));
     const std::int64_t ahead =
-        std::is_same<T, double>::value || row_bytes >= kSumAheadBytes ? 1 : kSumAheadBytes / row_bytes;
+        std::is_same<T, double>::value || row_bytes >= kRowsAheadBytes ? 1 : kRowsAheadBytes / row_bytes;
 
     // Blocks start at an anchor row (angles.hpp), so an item's values do not
     // depend on the thread that claims it.
@@ -374,7 +368,7 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
                 T* o = out + ol.batch_offsets[b] + row * ol.row_stride;
                 if constexpr (kAdd) {
                     const T* xi = x + xl->batch_offsets[b] + row * xl->row_stride;
-                    // The row to prefetch (see kSumAheadBytes): `ahead` visits on,
+                    // The row to prefetch (kRowsAheadBytes): `ahead` visits on,
                     // in the order (row, batch) of this item.
                     const std::int64_t visit = (row - r0) * (b1 - b0) + (b - b0) + ahead;
                     const std::int64_t next_row = r0 + visit / (b1 - b0), next_b = b0 + visit % (b1 - b0);
