@@ -35,8 +35,11 @@
 // reaches ~0.8 of the pass with the page-ahead prefetch of rotate_block.
 // float16/bfloat16 do not wait on memory but on arithmetic. The float64
 // rotation (widen, two float -> double conversions, swap, multiply, FMA,
-// round to odd, narrow) issues ~34 vector operations per 16 elements, nearly
-// all 512-bit, which only two ports execute: 4-5x the pass. bfloat16 reads
+// round to odd, narrow) issued ~34 vector operations per 16 elements, nearly
+// all 512-bit, which only two ports execute: 4-5x the pass (Intel Xeon). On
+// AMD Zen 5, float16's route with its conversions in 256-bit halves and its
+// rounding to odd in three operations (lanes.hpp: widen_doubles,
+// narrow_doubles) took 0.85-0.88x the time of the 512-bit form. bfloat16 reads
 // and writes its pairs as they lie (rounds_alike.hpp's Pairs, with tables
 // ordered to match: deal_pairs): its float32 rotation and the check take
 // ~25 per 32 elements, the check's sum being the rounded result itself;
