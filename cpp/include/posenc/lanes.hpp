@@ -66,14 +66,18 @@ POSENC_LANES_INLINE __m512 widen16(const bfloat16_t* p) {
     const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
 }
-POSENC_LANES_INLINE void narrow_lanes(bfloat16_t* p, __m512 v) {
-    const __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
-    const __m512i bias = _mm512_add_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff));
-    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
+// v rounded to bfloat16 (to nearest even, NaNs quieted as convert.hpp does)
+// in the high half of each lane; the low halves are not cleared.
+POSENC_LANES_INLINE __m512i bfloat16_high_halves(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
     const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
                                                   _mm512_set1_epi32(0x7f800000));
-    const __m512i r = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+    return _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x400000)));
+}
+POSENC_LANES_INLINE void narrow_lanes(bfloat16_t* p, __m512 v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_srli_epi32(bfloat16_high_halves(v), 16)));
 }
 #endif
 
@@ -86,6 +90,23 @@ using Floats = __m512;
 POSENC_LANES_INLINE Floats load_floats(const float* p) { return _mm512_loadu_ps(p); }
 POSENC_LANES_INLINE void store_floats(float* p, Floats v) { _mm512_storeu_ps(p, v); }
 template <class T> POSENC_LANES_INLINE Floats widen_lanes(const T* p) { return widen16(p); }
+
+// p[2k] = a[k] and p[2k + 1] = b[k], each rounded to nearest even, k < 16:
+// both narrowed, then each pair joined in a 32-bit lane (a's value in the
+// low half), one 64-byte store.
+POSENC_LANES_INLINE void narrow_pairs(half_t* p, Floats a, Floats b) {
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    const __m512i lo = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(a, kNearest));
+    const __m512i hi = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(b, kNearest));
+    _mm512_storeu_si512(p, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+}
+POSENC_LANES_INLINE void narrow_pairs(bfloat16_t* p, Floats a, Floats b) {
+    const __m512i lo = _mm512_srli_epi32(bfloat16_high_halves(a), 16);
+    // lo | (b's high halves): the low halves of b's lanes are cleared.
+    const __m512i pairs = _mm512_ternarylogic_epi32(lo, bfloat16_high_halves(b), _mm512_set1_epi32(~0xffff), 0xf8);
+    _mm512_storeu_si512(p, pairs);
+}
+#define POSENC_HAVE_NARROW_PAIRS 1
 
 #elif defined(__AVX2__)
 
@@ -153,8 +174,6 @@ POSENC_LANES_INLINE void narrow_pairs(bfloat16_t* p, Floats a, Floats b) {
     const __m256i hi = _mm256_and_si256(bfloat16_high_halves(b), _mm256_set1_epi32(static_cast<int>(0xffff0000u)));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_or_si256(lo, hi));
 }
-// narrow_pairs is written for this path only: the AVX-512 one keeps
-// interleaving before it narrows (no AVX-512 CPU measured a version of it).
 #define POSENC_HAVE_NARROW_PAIRS 1
 
 #else
