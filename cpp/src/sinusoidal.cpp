@@ -153,16 +153,13 @@ inline void add_row_exact(const AngleRow& v, std::int64_t n, double scale, const
 // lanes) fall back. bfloat16 sums took 0.56-0.69x the float64 sum's time
 // (one thread, [4, 2048, 1024], AVX-512, Intel; on Zen 5, with the float64
 // sum as add_exact, 0.55-0.59x).
-// On the AVX2 path a row prefetches a row added later, a line per line
-// added as add_row_f32 does: with it float16 sums took 0.89-0.92x their time
-// without, bfloat16 ones 0.96-1.02x (AMD EPYC, Zen 3, 1 and 2 threads,
-// alternated calls). Not on the AVX-512 path, where these sums cut into
-// prefetched pieces had been 10-15% slower (encode_run).
-#if defined(__AVX512F__)
-constexpr bool kPrefetchNarrowSums = false;
-#else
-constexpr bool kPrefetchNarrowSums = true;
-#endif
+// A row prefetches a row added later, a line per line added as add_row_f32
+// does: with it float16 sums took 0.89-0.92x their time without, bfloat16
+// ones 0.96-1.02x (AVX2 path, AMD EPYC Zen 3, 1 and 2 threads, alternated
+// calls); bfloat16 on the AVX-512 path of a Zen 5, 16 KiB ahead
+// (kRowsAheadBytes), 0.73-0.77x (medians of alternated rounds, 1 and 2
+// threads; the same build against itself 1.00). (Cut into prefetched pieces
+// instead, these sums had been 10-15% slower on an Intel AVX-512 path.)
 // The row's float64 values v (AngleRow) are read only where a vector falls
 // back: its floats w are built from the sines and cosines directly, and
 // interleaving the doubles first for every row had taken a sixth of the
@@ -179,7 +176,7 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
         const FullFloats s = splat(s32), s_mag = splat(std::fabs(s32)), bound = splat(0x1p-22f * (1 + 0x1p-8f));
         const FullFloats low = splat(0x1p-100f), high = splat(0x1p126f);
         for (; j + kFullLanes <= n; j += kFullLanes) {
-            if (kPrefetchNarrowSums && next && j % kLine == 0) __builtin_prefetch(next + j, 1, 3);
+            if (next && j % kLine == 0) __builtin_prefetch(next + j, 1, 3);
             const FullFloats xf = widen_full(x + j), wf = load_full(w + j);
             const FullFloats a = fused_add(magnitude(xf), s_mag, magnitude(wf));
             RoundedLanes<T> r;
