@@ -303,11 +303,6 @@ inline void table_row_ahead(const double* s, const double* c, std::int64_t half,
     }
 }
 
-// A sum prefetches the row of x it visits kRowsAheadBytes of rows later (a
-// line per line added, prefetch.hpp). float64 rows, added in prefetched
-// pieces (encode_run), prefetch the next row: two 8 KiB rows ahead they
-// took 1.05-1.10x the time at one thread (Zen 5).
-
 // Rows [0, rows) in anchor blocks; each block of rows is encoded into
 // batches [b0, b1) of every operand, so a row's sines are computed once for
 // all batches. Work items are (block, batch slice) pairs, so a short
@@ -329,6 +324,10 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     Scratch scratch(2 * half + per_thread * threads);
     const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
     const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
+    // A sum prefetches the row of x it visits kRowsAheadBytes of rows later,
+    // `ahead` visits on (a line per line added, prefetch.hpp). float64 rows,
+    // added in prefetched pieces (encode_run), prefetch the next row: two
+    // 8 KiB rows ahead they took 1.05-1.10x the time at one thread (Zen 5).
     const std::int64_t row_bytes = a.cols * static_cast<std::int64_t>(sizeof(T));
     const std::int64_t ahead =
         std::is_same<T, double>::value || row_bytes >= kRowsAheadBytes ? 1 : kRowsAheadBytes / row_bytes;

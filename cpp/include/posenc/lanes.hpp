@@ -313,7 +313,6 @@ POSENC_LANES_INLINE void narrow_doubles(half_t* p, Doubles<16> d) {
 }
 #endif
 
-
 // The widest float vector of the path, whatever the source's width: for loops
 // that hold doubles in 512-bit registers anyway (AVX-512), where converting
 // sixteen narrow values costs what eight do.
