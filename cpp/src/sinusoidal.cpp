@@ -18,7 +18,7 @@ namespace {
 // rows of different batches lie far apart (a float32 row of 1024 columns is
 // one 4 KiB page): the hardware prefetchers, which stay within a page, start
 // cold on every row and the loads wait on memory. So while it adds a row, the
-// kernel prefetches a row it visits later (kRowsAheadBytes; one thread,
+// kernel prefetches a row it visits later (rows_ahead_bytes; one thread,
 // [4, 2048, 1024] float32 on the AVX-512 path of an Intel Xeon, with the
 // float32 loop below and the next row prefetched: 1.7-2.4x a plain
 // read-modify-write pass of the buffer before, 1.2-1.4x after; float64
@@ -157,7 +157,7 @@ inline void add_row_exact(const AngleRow& v, std::int64_t n, double scale, const
 // does: with it float16 sums took 0.89-0.92x their time without, bfloat16
 // ones 0.96-1.02x (AVX2 path, AMD EPYC Zen 3, 1 and 2 threads, alternated
 // calls); bfloat16 on the AVX-512 path of a Zen 5, 16 KiB ahead
-// (kRowsAheadBytes), 0.73-0.77x (medians of alternated rounds, 1 and 2
+// (rows_ahead_bytes), 0.73-0.77x (medians of alternated rounds, 1 and 2
 // threads; the same build against itself 1.00). (Cut into prefetched pieces
 // instead, these sums had been 10-15% slower on an Intel AVX-512 path.)
 // The row's float64 values v (AngleRow) are read only where a vector falls
@@ -354,13 +354,13 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     Scratch scratch(2 * half + per_thread * threads);
     const AngleStep step = angle_step(a.inv_freq, half, a.rows, scratch.data());
     const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
-    // A sum prefetches the row of x it visits kRowsAheadBytes of rows later,
-    // `ahead` visits on (a line per line added, prefetch.hpp). float64 rows,
-    // added in prefetched pieces (encode_run), prefetch the next row: two
-    // 8 KiB rows ahead they took 1.05-1.10x the time at one thread (Zen 5).
-    const std::int64_t row_bytes = a.cols * static_cast<std::int64_t>(sizeof(T));
+    // A sum prefetches the row of x it visits rows_ahead_bytes() of rows
+    // later, `ahead` visits on (a line per line added, prefetch.hpp). float64
+    // rows, added in prefetched pieces (encode_run), prefetch the next row:
+    // two 8 KiB rows ahead they took 1.05-1.10x the time at one thread (Zen 5).
+    const std::int64_t row_bytes = a.cols * static_cast<std::int64_t>(sizeof(T)), ahead_bytes = rows_ahead_bytes();
     const std::int64_t ahead =
-        std::is_same<T, double>::value || row_bytes >= kRowsAheadBytes ? 1 : kRowsAheadBytes / row_bytes;
+        std::is_same<T, double>::value || row_bytes >= ahead_bytes ? 1 : ahead_bytes / row_bytes;
 
     // Blocks start at an anchor row (angles.hpp), so an item's values do not
     // depend on the thread that claims it.
@@ -400,7 +400,7 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
                 T* o = out + ol.batch_offsets[b] + row * ol.row_stride;
                 if constexpr (kAdd) {
                     const T* xi = x + xl->batch_offsets[b] + row * xl->row_stride;
-                    // The row to prefetch (kRowsAheadBytes): `ahead` visits on,
+                    // The row to prefetch (rows_ahead_bytes): `ahead` visits on,
                     // in the order (row, batch) of this item.
                     const std::int64_t visit = (row - r0) * (b1 - b0) + (b - b0) + ahead;
                     const std::int64_t next_row = r0 + visit / (b1 - b0), next_b = b0 + visit % (b1 - b0);

@@ -6,6 +6,7 @@
 // import (cpu.cpp), from CPUID and XGETBV, and may be lowered with POSENC_ISA.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ const char* isa_name(Isa isa);
 // Select by name ("baseline", "avx2", "avx512", or "" for the best);
 // std::invalid_argument if the name is unknown or the CPU lacks it.
 void select_isa(const std::string& name);
+// How many bytes of rows ahead the sinusoidal sum prefetches: a per-CPU
+// choice made once, like the ISA's (prefetch.hpp says why).
+std::int64_t rows_ahead_bytes();
 
 template <class Table>
 const Table& dispatch_for(Isa isa, const Table& baseline, const Table& avx2, const Table& avx512) {

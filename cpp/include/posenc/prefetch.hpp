@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "posenc/dispatch.hpp"
 #include "posenc/target.hpp"
 
 POSENC_BEGIN_TARGET
@@ -23,14 +24,18 @@ constexpr std::int64_t kLineBytes = 64;
 
 // The sinusoidal sum, which visits rows far apart (each batch's row of one
 // position, then the next position's), prefetches the row it visits this
-// many bytes of rows later, at least the next one. One row ahead (a float32
-// row of 1024 columns is 4 KiB), the loads still waited: 16 KiB ahead,
-// float32 sums took 0.78-0.80x the time at one thread and 0.85-0.88x at
-// two, 32 KiB 1.05x that ([4, 2048, 1024], AMD EPYC Zen 5, AVX-512). The
+// many bytes of rows later, at least the next one. The best distance
+// differs between CPUs ([4, 2048, 1024] float32, AVX-512, medians of
+// alternated builds, against one 4 KiB row ahead): on an AMD EPYC Zen 5,
+// 16 KiB took 0.78-0.80x the time at one thread and 0.85-0.88x at two
+// (32 KiB 1.05x 16 KiB's); on an Intel Xeon, 16 KiB took 1.22x and 1.09x,
+// 8 KiB 1.15x and 1.08x (float16 1.03x and bfloat16 1.00x at 16 KiB; its
+// AVX2 path 1.09x at two threads; on buffers larger than its cache the
+// distance made no difference). So 16 KiB on AMD CPUs and one row on
+// others, chosen once (rows_ahead_bytes, dispatch.hpp; cpu.cpp). The
 // learned table's sum, which visits rows in the same order but has no
 // trigonometry between them, took 1.05-1.2x its time with whole rows
-// prefetched so (it prefetches none).
-constexpr std::int64_t kRowsAheadBytes = 16 * 1024;
+// prefetched so on the Zen 5 (it prefetches none).
 
 // Prefetches for writing every line of the `bytes` bytes from p.
 inline void prefetch_lines(const void* p, std::int64_t bytes) {
