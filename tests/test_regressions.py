@@ -248,3 +248,38 @@ def test_in_place_outs_refuse_arguments_inside_them(backend):
     table = np.ones((5, 4), np.float32)
     with pytest.raises(ValueError, match="out must have shape"):
         posenc.relative_embeddings(table, 3, 3, max_relative_position=2, out=table)
+
+
+@pytest.mark.parametrize("scaling", [1e37, 1.9682376432316182e38, 3e38, 1e39, 1e300])
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_float32_rotations_with_an_attention_scaling_near_float32s_range(backend, scaling, interleaved):
+    # Found by the fuzzer (apply_rope_qk, attention_scaling=1.97e38): the float32 rotation's
+    # products u·c overflowed to ±inf (and inf − inf to NaN) where the float64 rotation, rounded
+    # once, is finite. Checked against that closed form, computed here in float64.
+    rng = np.random.default_rng(7)
+    q = rng.integers(-10, 40, size=(2, 5, 3, 8)).astype(np.float32)
+    k = rng.integers(-10, 40, size=(2, 5, 1, 8)).astype(np.float32)
+    q[0, 1, 0, :] = 0  # a zero pair: 0·c − 0·s is 0, not NaN
+    theta = np.arange(5)[:, None] * 10000.0 ** (-np.arange(0, 8, 2) / 8.0)
+    c, s = scaling * np.cos(theta)[:, None, :], scaling * np.sin(theta)[:, None, :]
+
+    def rotated(x):
+        x = x.astype(np.float64)
+        u, v = (x[..., 0::2], x[..., 1::2]) if interleaved else (x[..., :4], x[..., 4:])
+        ru, rv = u * c - v * s, v * c + u * s
+        out = np.empty_like(x)
+        if interleaved:
+            out[..., 0::2], out[..., 1::2] = ru, rv
+        else:
+            out[..., :4], out[..., 4:] = ru, rv
+        return out.astype(np.float32)
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected_q, expected_k = rotated(q), rotated(k)
+    got_q, got_k = posenc.apply_rope_qk(q, k, attention_scaling=scaling, interleaved=interleaved)
+    got = posenc.apply_rope(q, attention_scaling=scaling, interleaved=interleaved)
+    for a, b in ((got_q, expected_q), (got_k, expected_k), (got, expected_q)):
+        np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        finite = np.isfinite(b)
+        np.testing.assert_allclose(a[finite], b[finite], rtol=2.0**-23, atol=0)

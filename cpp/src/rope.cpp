@@ -58,6 +58,7 @@
 #include "posenc/rope.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "posenc/angles.hpp"
 #include "posenc/chunks.hpp"
@@ -619,9 +620,8 @@ void block_table(const RopeArgs& a, const AngleStep& step, std::int64_t g, std::
     }
 }
 
-template <class T>
-void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
-    using R = typename ComputeOf<T>::type;
+template <class T, class R>
+void apply_as(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     const std::int64_t half = a.half;
     std::int64_t units = 0, cost = 0;
     for (int i = 0; i < n_ops; ++i) {
@@ -692,6 +692,41 @@ void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
             first += ops[i].units;
         }
     });
+}
+
+// Whether float32 data may rotate in float32 (ComputeOf): while m, the
+// largest magnitude of the scaled cos/sin (|scale| for computed angles, as
+// |cos|, |sin| <= 1; the caller's tables times |scale| otherwise), is at
+// most 2^32. A float32 product u·c or v·s then cannot overflow for inputs
+// below 2^94 in magnitude, so the float32 rotation stays within its bound
+// (see the header). A larger or non-finite m (an attention scaling near
+// float32's range, found by the differential fuzzer at 1.97e38: u·c
+// overflowed to ±inf, or inf − inf to NaN, where the rotation itself was
+// finite) takes the float64 rotation, rounded once, as float64 data do. A
+// real checkpoint's scaling (YaRN, LongRoPE: below 3) keeps the float32 route.
+inline bool float32_rotation_safe(const RopeArgs& a) {
+    double m = std::fabs(a.scale);
+    if (a.cos_table) {
+        double t = 0.0, total = 0.0;  // the largest entry, and a sum that a NaN or infinity spoils
+        const std::int64_t n = a.groups * a.rows * a.half;
+#pragma omp simd reduction(max : t) reduction(+ : total)
+        for (std::int64_t k = 0; k < n; ++k) {
+            const double c = std::fabs(a.cos_table[k]), s = std::fabs(a.sin_table[k]);
+            t = c > t ? c : t;
+            t = s > t ? s : t;
+            total += c + s;
+        }
+        if (!(total < 0x1p1000)) return false;
+        m *= t;
+    }
+    return m <= 0x1p32;
+}
+
+template <class T>
+void apply(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
+    if constexpr (std::is_same<T, float>::value)
+        if (!float32_rotation_safe(a)) return apply_as<float, double>(a, ops, n_ops);
+    apply_as<T, typename ComputeOf<T>::type>(a, ops, n_ops);
 }
 
 // out[j] = scale·v[j] rounded once to T, j < n.
