@@ -283,3 +283,25 @@ def test_float32_rotations_with_an_attention_scaling_near_float32s_range(backend
         np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
         finite = np.isfinite(b)
         np.testing.assert_allclose(a[finite], b[finite], rtol=2.0**-23, atol=0)
+
+
+def test_float32_xpos_rotations_with_factors_beyond_float32s_range():
+    # The same overflow through the caller-table route: xPos scales k at position n by
+    # ζ_j^(−n/scale_base), here up to 1e54 (scale_base 1), where the float32 rotation gave NaN
+    # (0·inf) and ±inf where the float64 rotation rounded once does not. Native against the
+    # reference (k's tables pass 2^32, so both rotate k in float64): the same non-finite entries,
+    # and k's others equal.
+    rng = np.random.default_rng(3)
+    q = rng.integers(-10, 40, size=(1, 120, 2, 8)).astype(np.float32)
+    k = rng.integers(-10, 40, size=(1, 120, 2, 8)).astype(np.float32)
+    q[0, ::7, 0, :] = 0
+    k[0, ::5, 1, :] = 0
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        got_q, got_k = posenc.apply_rope_qk(q, k, xpos_scale_base=1.0)
+        want_q, want_k = posenc.reference.apply_rope_qk(q, k, xpos_scale_base=1.0)
+    for a, b in ((got_q, want_q), (got_k, want_k)):
+        np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    finite = np.isfinite(want_k)
+    assert not finite.all() and finite.sum() > 1000  # both overflowing and ordinary entries
+    np.testing.assert_allclose(got_k[finite], want_k[finite], rtol=2.0**-23, atol=0)
