@@ -28,7 +28,9 @@
 // about 2.5e-7 for inputs of magnitude 1 — at any position; the angles
 // themselves are exact to ~1e-9 rad at positions of 2^23. Doing the float32
 // rotation in float32 halves the register width per element and keeps the
-// loop at memory speed.
+// loop at memory speed. (An attention scaling or caller table beyond 2^32,
+// where a float32 product could overflow, sends float32 data through the
+// float64 rotation instead: float32_rotation_safe.)
 //
 // Speed, measured on one thread (FLUX-like [1, 4096, 24, 128] in place, the
 // AVX-512 path, against a read-modify-write pass of the same buffer): float32
