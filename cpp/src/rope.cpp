@@ -172,19 +172,27 @@ inline void deal_pairs(const double* c, const double* s, std::int64_t rows, std:
     }
 }
 
+// The largest magnitude of c[k] and s[k], k < n; infinity where one is not
+// finite (or their sum reaches 2^1000), which a max reduction alone would
+// not tell: a NaN or infinity spoils the sum.
+inline double largest_magnitude(const double* __restrict c, const double* __restrict s, std::int64_t n) {
+    double m = 0.0, total = 0.0;
+#pragma omp simd reduction(max : m) reduction(+ : total)
+    for (std::int64_t k = 0; k < n; ++k) {
+        const double a = std::fabs(c[k]) > std::fabs(s[k]) ? std::fabs(c[k]) : std::fabs(s[k]);
+        m = a > m ? a : m;
+        total += a;
+    }
+    return total < 0x1p1000 ? m : HUGE_VAL;
+}
+
 // The FloatTables of format T for `rows` rows of half pairs: bfloat16's in
 // Pairs order (deal_pairs), float16's entry for entry.
 template <class T>
 inline FloatTables float_tables(const double* __restrict c, const double* __restrict s, std::int64_t rows,
                                 std::int64_t half, bool interleaved, float* c32, float* s32) {
     const std::int64_t width = interleaved ? 2 * half : half;
-    double m = 0.0, total = 0.0;  // the largest magnitude, and a sum that a NaN or infinity spoils
-#pragma omp simd reduction(max : m) reduction(+ : total)
-    for (std::int64_t k = 0; k < rows * width; ++k) {
-        const double a = std::fabs(c[k]) > std::fabs(s[k]) ? std::fabs(c[k]) : std::fabs(s[k]);
-        m = a > m ? a : m;
-        total += a;
-    }
+    const double m = largest_magnitude(c, s, rows * width);
     if constexpr (std::is_same<T, bfloat16_t>::value) {
         deal_pairs(c, s, rows, half, interleaved, c32, s32);
     } else {
@@ -192,7 +200,7 @@ inline FloatTables float_tables(const double* __restrict c, const double* __rest
         deal(s, 1, rows * width, s32);
     }
     FloatTables f{c32, s32, float_row_stride<T>(half, interleaved)};
-    if (total < 0x1p1000 && m >= 0x1p-100 && m <= 0x1p100) {
+    if (m >= 0x1p-100 && m <= 0x1p100) {
         f.bound = static_cast<float>(0x1p-22 * (1 + 0x1p-8) * m);
         f.limit = static_cast<float>(0x1p126 / m);
     }
@@ -708,20 +716,8 @@ void apply_as(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
 // real checkpoint's scaling (YaRN, LongRoPE: below 3) keeps the float32 route.
 inline bool float32_rotation_safe(const RopeArgs& a) {
     double m = std::fabs(a.scale);
-    if (a.cos_table) {
-        double t = 0.0, total = 0.0;  // the largest entry, and a sum that a NaN or infinity spoils
-        const std::int64_t n = a.groups * a.rows * a.half;
-#pragma omp simd reduction(max : t) reduction(+ : total)
-        for (std::int64_t k = 0; k < n; ++k) {
-            const double c = std::fabs(a.cos_table[k]), s = std::fabs(a.sin_table[k]);
-            t = c > t ? c : t;
-            t = s > t ? s : t;
-            total += c + s;
-        }
-        if (!(total < 0x1p1000)) return false;
-        m *= t;
-    }
-    return m <= 0x1p32;
+    if (a.cos_table) m *= largest_magnitude(a.cos_table, a.sin_table, a.groups * a.rows * a.half);
+    return m <= 0x1p32;  // false for NaN too (0 · inf)
 }
 
 template <class T>
