@@ -282,7 +282,12 @@ inline void pairs_ahead(const double* s, const double* c, std::int64_t n, T* out
 // at one on the AVX-512 path of an Intel Xeon, 0.91x and 0.87x on its AVX2
 // path (medians of alternated builds). Advancing the angles a piece at a
 // time and writing each piece straight after, to overlap the stores with
-// the arithmetic, was slower (1.03-1.19x, pieces of 16 and 64 pairs).
+// the arithmetic, was slower (1.03-1.19x, pieces of 16 and 64 pairs). On
+// the AVX2 path of an AMD EPYC Zen 3 ([8192, 1024], the same bits, calls
+// alternated in one process) two other overlaps did no better: stepping
+// the angle row in place as each line of it was written, 1.17x at two
+// threads and 1.10x at one; a line of pairs kept in registers, stepped
+// through the anchor block's rows and stored to each, 1.09-1.10x and 1.01x.
 inline void pairs_ahead(const double* s, const double* c, std::int64_t n, float* out) {
     constexpr std::int64_t kLinePairs = kLineBytes / (2 * sizeof(float));
     std::int64_t i = 0;
@@ -378,7 +383,10 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
             // The sum reads the encoding row in the output's layout, so
             // that adding it to each batch is an element-by-element pass:
             // the split row is the angle row itself; an interleaved one is
-            // built once per row and reused by every batch.
+            // built once per row and reused by every batch (interleaved in
+            // registers in every batch's pass instead, as add_exact does,
+            // float32 sums took 0.95-1.05x the time: AVX2 path, Zen 3,
+            // [4, 2048, 1024], 1 and 2 threads, builds in alternated processes).
             // Contiguous float16/bfloat16 sums read the sines and cosines
             // themselves (add_row_exact, add_row_float32_first: the row as
             // floats) and need no interleaved doubles.
