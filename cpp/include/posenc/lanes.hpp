@@ -175,6 +175,14 @@ POSENC_LANES_INLINE void narrow_pairs(bfloat16_t* p, Floats a, Floats b) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_or_si256(lo, hi));
 }
 #define POSENC_HAVE_NARROW_PAIRS 1
+// narrow_pairs's inverse for bfloat16: the sixteen values at p as they lie,
+// two to a 32-bit lane, firsts[k] = p[2k] (shifted up) and seconds[k] =
+// p[2k + 1] (the low half cleared), with no widening shuffle.
+POSENC_LANES_INLINE void widen_pairs(const bfloat16_t* p, Floats& firsts, Floats& seconds) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    firsts = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+    seconds = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+}
 
 #else
 
