@@ -6,6 +6,7 @@
 #include "posenc/buffer.hpp"
 #include "posenc/chunks.hpp"
 #include "posenc/parallel.hpp"
+#include "posenc/prefetch.hpp"
 
 POSENC_BEGIN_TARGET
 namespace {
@@ -125,6 +126,13 @@ void grad(const EmbeddingArgs& a, std::int64_t num_positions, const void* grad_d
     const int threads = plan_threads(cost, a.dim);
     Buffer<A> accumulators(static_cast<std::int64_t>(threads) * a.dim);
     const bool contiguous = gl.col_stride == 1;
+    // Row k of grad. Rows are added in the order of positions, so from all
+    // over grad: each row's first lines wait on memory unless fetched while
+    // the row before is added. [16384, 1024] rows at random positions of
+    // 8192, AMD EPYC Zen 3, 1 and 2 threads, builds in alternated processes:
+    // float16 0.66-0.79x the time, bfloat16 0.64-0.75x, float64 0.84-0.91x;
+    // float32 0.91-1.07x, within the noise of the new table's page faults.
+    const auto row_of = [&](std::int64_t k) { return g + gl.batch_offsets[k / a.rows] + (k % a.rows) * gl.row_stride; };
 
     parallel_chunks(threads, threads, [&](std::int64_t begin, std::int64_t end, int t) {
         A* acc = accumulators.data() + static_cast<std::int64_t>(t) * a.dim;
@@ -133,10 +141,16 @@ void grad(const EmbeddingArgs& a, std::int64_t num_positions, const void* grad_d
         for (std::int64_t p = p0; p < p1; ++p) {
             for (std::int64_t j = 0; j < a.dim; ++j) acc[j] = A(0);
             for (std::int64_t n = s[p]; n < s[p + 1]; ++n) {
-                const std::int64_t k = order.data()[n], b = k / a.rows, r = k % a.rows;
-                const T* row = g + gl.batch_offsets[b] + r * gl.row_stride;
-                if (contiguous) accumulate_row<true>(acc, row, 1, a.dim);
-                else accumulate_row<false>(acc, row, gl.col_stride, a.dim);
+                const T* row = row_of(order.data()[n]);
+                if (!contiguous) {
+                    accumulate_row<false>(acc, row, gl.col_stride, a.dim);
+                } else if (n + 1 < s[p1]) {  // the thread's next row, prefetched as this one is added
+                    in_pieces<2, T>(a.dim, row_of(order.data()[n + 1]), [&](std::int64_t j0, std::int64_t m) {
+                        accumulate_row<true>(acc + j0, row + j0, 1, m);
+                    });
+                } else {
+                    accumulate_row<true>(acc, row, 1, a.dim);
+                }
             }
             write_chunk(acc, out + p * a.dim, 1, a.dim);  // the one rounding of the sum
         }

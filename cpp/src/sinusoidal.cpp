@@ -192,20 +192,6 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
 
 #endif
 
-// piece(p0, pn) over columns [0, n) of a contiguous row of T, kLines cache
-// lines at a time, each piece first prefetching (prefetch.hpp) its
-// counterpart in the bytes from `ahead`: a prefetch inside the vectorised
-// loop would keep it scalar.
-template <std::int64_t kLines, class T, class Piece>
-inline void in_pieces(std::int64_t n, const void* ahead, Piece&& piece) {
-    constexpr std::int64_t kSize = static_cast<std::int64_t>(sizeof(T)), kPiece = kLines * kLineBytes / kSize;
-    for (std::int64_t p0 = 0; p0 < n; p0 += kPiece) {
-        const std::int64_t pn = n - p0 < kPiece ? n - p0 : kPiece;
-        prefetch_lines(static_cast<const char*>(ahead) + p0 * kSize, pn * kSize);
-        piece(p0, pn);
-    }
-}
-
 // Columns [0, n) of a row: out[j] = v[j] (kAdd false) or scale·x[j] + v[j]
 // (kAdd true, add_run); a contiguous sum prefetches `next`, a row of x it
 // adds later (null: none).

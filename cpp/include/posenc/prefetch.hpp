@@ -43,4 +43,18 @@ inline void prefetch_lines(const void* p, std::int64_t bytes) {
     for (std::int64_t b = 0; b < bytes; b += kLineBytes) __builtin_prefetch(c + b, 1, 3);
 }
 
+// piece(p0, pn) over columns [0, n) of a contiguous row of T, kLines cache
+// lines at a time, each piece first prefetching its counterpart in the
+// bytes from `ahead`: a prefetch inside the vectorised loop would keep it
+// scalar.
+template <std::int64_t kLines, class T, class Piece>
+inline void in_pieces(std::int64_t n, const void* ahead, Piece&& piece) {
+    constexpr std::int64_t kSize = static_cast<std::int64_t>(sizeof(T)), kPiece = kLines * kLineBytes / kSize;
+    for (std::int64_t p0 = 0; p0 < n; p0 += kPiece) {
+        const std::int64_t pn = n - p0 < kPiece ? n - p0 : kPiece;
+        prefetch_lines(static_cast<const char*>(ahead) + p0 * kSize, pn * kSize);
+        piece(p0, pn);
+    }
+}
+
 POSENC_END_TARGET
