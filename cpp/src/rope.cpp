@@ -56,6 +56,11 @@
 // conversion fewer, five integer operations more) and redoing the failed
 // vectors after the row from copies (no branch on the check) were both
 // slower. Without the check the rotation would take ~0.6x float32's time.
+// Interleaved (GPT-J) rows parted into their u and v (a byte shuffle and a
+// 64-bit permute per 16 features) and rotated in the NeoX form, one error
+// bound per pair instead of per feature, took 1.13-1.16x the time (one and
+// two threads, builds in alternated processes; the same bits). A guess, not
+// measured: a check then covers 16 features, so more vectors fall back.
 #include "posenc/vector_width_256.hpp"
 #include "posenc/rope.hpp"
 
