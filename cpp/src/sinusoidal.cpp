@@ -396,9 +396,10 @@ inline void table_row_ahead(const double* s, const double* c, std::int64_t half,
 // widening FMA and narrowing, 0.65 again. So the adds wait on memory, and
 // the angles (~170 ns a row per thread) come on top. Overlapping the two did
 // not pay: stepping the next row's angles, and interleaving them, four pairs
-// per line added in every batch's pass took 0.95-0.96x this time on
-// [4, 2048, 1024] but 1.2x on [1, 8192, 1024] and 1.05x on split rows; eight
-// pairs per line in the first batch's pass alone 1.0-1.18x. Adding a block of
+// per line added in every batch's pass took 0.95-0.96x this time at two
+// threads (0.93-1.00x at one) on [4, 2048, 1024] but 1.2-1.28x on
+// [1, 8192, 1024] and 1.05-1.09x on split rows; eight pairs per line in the
+// first batch's pass alone 1.0-1.18x. Adding a block of
 // up to 32 rows to one batch before the next (each batch's rows in memory
 // order) measured within the noise of this order.
 // Rows [0, rows) in anchor blocks; each block of rows is encoded into
