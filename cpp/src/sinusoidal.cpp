@@ -190,7 +190,6 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
     for (; j < n; j += kFullLanes) add_columns(v, j, n - j < kFullLanes ? n - j : kFullLanes, scale, x, out);
 }
 
-
 #if !defined(__AVX512F__)
 // bfloat16 sums on the AVX2 path read and write x as it lies, sixteen values
 // a vector, two to a 32-bit lane (rounds_alike.hpp's Pairs: firsts, the even
@@ -399,9 +398,10 @@ inline void table_row_ahead(const double* s, const double* c, std::int64_t half,
 // per line added in every batch's pass took 0.95-0.96x this time at two
 // threads (0.93-1.00x at one) on [4, 2048, 1024] but 1.2-1.28x on
 // [1, 8192, 1024] and 1.05-1.09x on split rows; eight pairs per line in the
-// first batch's pass alone 1.0-1.18x. Adding a block of
-// up to 32 rows to one batch before the next (each batch's rows in memory
-// order) measured within the noise of this order.
+// first batch's pass alone 1.0-1.18x. Adding a block of up to 32 rows to one
+// batch before the next (each batch's rows in memory order) measured within
+// the noise of this order.
+//
 // Rows [0, rows) in anchor blocks; each block of rows is encoded into
 // batches [b0, b1) of every operand, so a row's sines are computed once for
 // all batches. Work items are (block, batch slice) pairs, so a short
