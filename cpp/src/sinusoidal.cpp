@@ -99,6 +99,14 @@ inline void float_row(const AngleRow& v, std::int64_t n, float* __restrict w) {
     if (n % 2) w[n - 1] = static_cast<float>(s[n / 2]);  // a row cut after a sine
 }
 
+// Whether bfloat16 sums read and write their rows as pairs (add_row_pairs,
+// below): on the AVX2 path only.
+#if POSENC_HAVE_LANES && !defined(__AVX512F__)
+template <class T> constexpr bool kPairSums = std::is_same<T, bfloat16_t>::value;
+#else
+template <class T> constexpr bool kPairSums = false;
+#endif
+
 #if POSENC_HAVE_LANES
 // The exact sum of columns [j, j + m) of a row, m ≤ kFullLanes, element by element (add_run).
 template <class T>
@@ -166,31 +174,46 @@ inline void add_row_exact(const AngleRow& v, std::int64_t n, double scale, const
 // float16 sum's time; without it float16 sums took 0.87-0.95x their time
 // (AMD EPYC, Zen 3, two builds alternated, one thread; the same build
 // against itself 0.92-1.00x). out may be x.
+// What the check of a float32-first sum needs for one scale (see above):
+// usable where the scale lies within 2^±60.
+struct SumCheck {
+    explicit SumCheck(double scale)
+        : usable(std::fabs(scale) >= 0x1p-60 && std::fabs(scale) <= 0x1p60),
+          s(splat(static_cast<float>(scale))),
+          s_mag(splat(std::fabs(static_cast<float>(scale)))) {}
+    // The bound e of F = x·s + w; sets the bits of `outside` where A is
+    // below 2^-100 or not below 2^126.
+    FullFloats error(FullFloats x, FullFloats w, unsigned& outside) const {
+        const FullFloats a = fused_add(magnitude(x), s_mag, magnitude(w));
+        outside |= not_below(a, high) | not_below(low, a);
+        return a * bound;
+    }
+    bool usable;
+    FullFloats s, s_mag;
+    FullFloats bound = splat(0x1p-22f * (1 + 0x1p-8f)), low = splat(0x1p-100f), high = splat(0x1p126f);
+};
+
 template <class T>
 inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, std::int64_t n, double scale,
                                   const T* x, T* out, const T* next) {
     constexpr std::int64_t kLine = kLineBytes / sizeof(T);
+    const SumCheck check(scale);
     std::int64_t j = 0;
-    if (std::fabs(scale) >= 0x1p-60 && std::fabs(scale) <= 0x1p60) {
-        const float s32 = static_cast<float>(scale);
-        const FullFloats s = splat(s32), s_mag = splat(std::fabs(s32)), bound = splat(0x1p-22f * (1 + 0x1p-8f));
-        const FullFloats low = splat(0x1p-100f), high = splat(0x1p126f);
-        for (; j + kFullLanes <= n; j += kFullLanes) {
-            if (next && j % kLine == 0) __builtin_prefetch(next + j, 1, 3);
-            const FullFloats xf = widen_full(x + j), wf = load_full(w + j);
-            const FullFloats a = fused_add(magnitude(xf), s_mag, magnitude(wf));
-            RoundedLanes<T> r;
-            if (!(not_below(a, high) | not_below(low, a) | round_checked(fused_add(xf, s, wf), a * bound, r))) {
-                store_rounded(out + j, r);
-                continue;
-            }
-            add_exact(v, j, scale, x, out);
+    for (; check.usable && j + kFullLanes <= n; j += kFullLanes) {
+        if (next && j % kLine == 0) __builtin_prefetch(next + j, 1, 3);
+        const FullFloats xf = widen_full(x + j), wf = load_full(w + j);
+        unsigned outside = 0;
+        const FullFloats e = check.error(xf, wf, outside);
+        RoundedLanes<T> r;
+        if (!(outside | round_checked(fused_add(xf, check.s, wf), e, r))) {
+            store_rounded(out + j, r);
+            continue;
         }
+        add_exact(v, j, scale, x, out);
     }
     for (; j < n; j += kFullLanes) add_columns(v, j, n - j < kFullLanes ? n - j : kFullLanes, scale, x, out);
 }
 
-#if !defined(__AVX512F__)
 // bfloat16 sums on the AVX2 path read and write x as it lies, sixteen values
 // a vector, two to a 32-bit lane (rounds_alike.hpp's Pairs: firsts, the even
 // columns, and seconds, the odd ones, each a float by itself), and check and
@@ -200,12 +223,8 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
 // [4, 2048, 1024] on AMD EPYC Zen 3, 1 and 2 threads, builds in alternated
 // processes: 0.79-0.82x add_row_float32_first's time on interleaved rows,
 // 0.85-0.97x on split ones. (Not on the AVX-512 path, where it has not been
-// measured.)
-template <class T> constexpr bool kPairSums = std::is_same<T, bfloat16_t>::value;
-#else
-template <class T> constexpr bool kPairSums = false;
-#endif
-
+// measured: kPairSums.)
+//
 // w = float(v) for each whole vector of 2·kFullLanes columns [j, j + 2·kFullLanes):
 // the even columns' values, then the odd ones' (Pairs order).
 inline void pair_float_row(const AngleRow& v, std::int64_t n, float* __restrict w) {
@@ -227,32 +246,26 @@ inline void pair_float_row(const AngleRow& v, std::int64_t n, float* __restrict 
 inline void add_row_pairs(const AngleRow& v, const float* __restrict w, std::int64_t n, double scale,
                           const bfloat16_t* x, bfloat16_t* out, const bfloat16_t* next) {
     constexpr std::int64_t kN = kFullLanes, kLine = kLineBytes / sizeof(bfloat16_t);
+    const SumCheck check(scale);
     std::int64_t j = 0;
-    if (std::fabs(scale) >= 0x1p-60 && std::fabs(scale) <= 0x1p60) {
-        const float s32 = static_cast<float>(scale);
-        const FullFloats s = splat(s32), s_mag = splat(std::fabs(s32)), bound = splat(0x1p-22f * (1 + 0x1p-8f));
-        const FullFloats low = splat(0x1p-100f), high = splat(0x1p126f);
-        for (; j + 2 * kN <= n; j += 2 * kN) {
-            if (next && j % kLine == 0) __builtin_prefetch(next + j, 1, 3);
-            const Pairs p = load_pairs(x + j);
-            const FullFloats u = firsts(p), t = seconds(p), wu = load_full(w + j), wt = load_full(w + j + kN);
-            const FullFloats au = fused_add(magnitude(u), s_mag, magnitude(wu));
-            const FullFloats at = fused_add(magnitude(t), s_mag, magnitude(wt));
-            const unsigned outside = not_below(au, high) | not_below(at, high) | not_below(low, au) | not_below(low, at);
-            Pairs r;
-            if (!(outside | round_pairs_checked(fused_add(u, s, wu), au * bound, fused_add(t, s, wt), at * bound, r))) {
-                store_pairs(out + j, r);
-                continue;
-            }
-            add_exact(v, j, scale, x, out);
-            add_exact(v, j + kN, scale, x, out);
+    for (; check.usable && j + 2 * kN <= n; j += 2 * kN) {
+        if (next && j % kLine == 0) __builtin_prefetch(next + j, 1, 3);
+        const Pairs p = load_pairs(x + j);
+        const FullFloats u = firsts(p), t = seconds(p), wu = load_full(w + j), wt = load_full(w + j + kN);
+        unsigned outside = 0;
+        const FullFloats eu = check.error(u, wu, outside), et = check.error(t, wt, outside);
+        Pairs r;
+        if (!(outside | round_pairs_checked(fused_add(u, check.s, wu), eu, fused_add(t, check.s, wt), et, r))) {
+            store_pairs(out + j, r);
+            continue;
         }
+        add_exact(v, j, scale, x, out);
+        add_exact(v, j + kN, scale, x, out);
     }
     for (; j < n; j += kN) add_columns(v, j, n - j < kN ? n - j : kN, scale, x, out);
 }
 
 #else
-template <class T> constexpr bool kPairSums = false;
 inline void pair_float_row(const AngleRow&, std::int64_t, float*) {}
 #endif
 
