@@ -79,6 +79,29 @@ POSENC_LANES_INLINE __m512i bfloat16_high_halves(__m512 v) {
 POSENC_LANES_INLINE void narrow_lanes(bfloat16_t* p, __m512 v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_srli_epi32(bfloat16_high_halves(v), 16)));
 }
+// p[2k] = a[k] and p[2k + 1] = b[k], each rounded to nearest even, k < 16:
+// both narrowed, then each pair joined in a 32-bit lane (a's value in the
+// low half), one 64-byte store.
+POSENC_LANES_INLINE void narrow_pairs(half_t* p, __m512 a, __m512 b) {
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    const __m512i lo = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(a, kNearest));
+    const __m512i hi = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(b, kNearest));
+    _mm512_storeu_si512(p, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+}
+POSENC_LANES_INLINE void narrow_pairs(bfloat16_t* p, __m512 a, __m512 b) {
+    const __m512i lo = _mm512_srli_epi32(bfloat16_high_halves(a), 16);
+    // lo | (b's high halves): the low halves of b's lanes are cleared.
+    const __m512i pairs = _mm512_ternarylogic_epi32(lo, bfloat16_high_halves(b), _mm512_set1_epi32(~0xffff), 0xf8);
+    _mm512_storeu_si512(p, pairs);
+}
+// narrow_pairs's inverse for bfloat16: the 32 values at p as they lie, two
+// to a 32-bit lane, firsts[k] = p[2k] (shifted up) and seconds[k] = p[2k + 1]
+// (the low half cleared), with no widening shuffle.
+POSENC_LANES_INLINE void widen_pairs(const bfloat16_t* p, __m512& firsts, __m512& seconds) {
+    const __m512i v = _mm512_loadu_si512(p);
+    firsts = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    seconds = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(~0xffff)));
+}
 #endif
 
 #if defined(__AVX512F__) && POSENC_VECTOR_BITS >= 512
@@ -91,21 +114,6 @@ POSENC_LANES_INLINE Floats load_floats(const float* p) { return _mm512_loadu_ps(
 POSENC_LANES_INLINE void store_floats(float* p, Floats v) { _mm512_storeu_ps(p, v); }
 template <class T> POSENC_LANES_INLINE Floats widen_lanes(const T* p) { return widen16(p); }
 
-// p[2k] = a[k] and p[2k + 1] = b[k], each rounded to nearest even, k < 16:
-// both narrowed, then each pair joined in a 32-bit lane (a's value in the
-// low half), one 64-byte store.
-POSENC_LANES_INLINE void narrow_pairs(half_t* p, Floats a, Floats b) {
-    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    const __m512i lo = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(a, kNearest));
-    const __m512i hi = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(b, kNearest));
-    _mm512_storeu_si512(p, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
-}
-POSENC_LANES_INLINE void narrow_pairs(bfloat16_t* p, Floats a, Floats b) {
-    const __m512i lo = _mm512_srli_epi32(bfloat16_high_halves(a), 16);
-    // lo | (b's high halves): the low halves of b's lanes are cleared.
-    const __m512i pairs = _mm512_ternarylogic_epi32(lo, bfloat16_high_halves(b), _mm512_set1_epi32(~0xffff), 0xf8);
-    _mm512_storeu_si512(p, pairs);
-}
 #define POSENC_HAVE_NARROW_PAIRS 1
 
 #elif defined(__AVX2__)
@@ -345,9 +353,11 @@ POSENC_LANES_INLINE void narrow_doubles(half_t* p, Doubles<16> d) {
 // sixteen narrow values costs what eight do.
 #if defined(__AVX512F__)
 constexpr int kFullLanes = 16;
+using FullFloats = __m512;
 template <class T> POSENC_LANES_INLINE __m512 widen_full(const T* p) { return widen16(p); }
 #else
 constexpr int kFullLanes = 8;
+using FullFloats = __m256;
 template <class T> POSENC_LANES_INLINE __m256 widen_full(const T* p) { return widen_lanes(p); }
 #endif
 

@@ -46,7 +46,6 @@ template <class T> constexpr bool kFloat32First = kNarrowFormat<T>;
 #if POSENC_HAVE_LANES
 
 #if defined(__AVX512F__)
-using FullFloats = __m512;
 using Rounded = __m512i;    // sixteen 32-bit lanes whose high halves are bfloat16 values
 using Rounded16 = __m256i;  // sixteen float16 values
 POSENC_LANES_INLINE __m512 load_full(const float* p) { return _mm512_loadu_ps(p); }
@@ -116,7 +115,6 @@ POSENC_LANES_INLINE unsigned round_pairs_checked(__m512 a, __m512 ea, __m512 b, 
     return _mm512_test_epi32_mask(apart, high);
 }
 #else
-using FullFloats = __m256;
 using Rounded = __m256i;
 using Rounded16 = __m128i;
 POSENC_LANES_INLINE __m256 load_full(const float* p) { return _mm256_loadu_ps(p); }
