@@ -100,12 +100,8 @@ inline void float_row(const AngleRow& v, std::int64_t n, float* __restrict w) {
 }
 
 // Whether bfloat16 sums read and write their rows as pairs (add_row_pairs,
-// below): on the AVX2 path only.
-#if POSENC_HAVE_LANES && !defined(__AVX512F__)
-template <class T> constexpr bool kPairSums = std::is_same<T, bfloat16_t>::value;
-#else
-template <class T> constexpr bool kPairSums = false;
-#endif
+// below): wherever the path has vectors.
+template <class T> constexpr bool kPairSums = POSENC_HAVE_LANES && std::is_same<T, bfloat16_t>::value;
 
 #if POSENC_HAVE_LANES
 // The exact sum of columns [j, j + m) of a row, m ≤ kFullLanes, element by element (add_run).
@@ -214,16 +210,17 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
     for (; j < n; j += kFullLanes) add_columns(v, j, n - j < kFullLanes ? n - j : kFullLanes, scale, x, out);
 }
 
-// bfloat16 sums on the AVX2 path read and write x as it lies, sixteen values
-// a vector, two to a 32-bit lane (rounds_alike.hpp's Pairs: firsts, the even
-// columns, and seconds, the odd ones, each a float by itself), and check and
-// round both halves at once (round_pairs_checked): no widening or narrowing
-// shuffle. The float row is laid out to match (pair_float_row). The same
-// bound and the same fallback as add_row_float32_first, so the same bits.
-// [4, 2048, 1024] on AMD EPYC Zen 3, 1 and 2 threads, builds in alternated
-// processes: 0.79-0.82x add_row_float32_first's time on interleaved rows,
-// 0.85-0.97x on split ones. (Not on the AVX-512 path, where it has not been
-// measured: kPairSums.)
+// bfloat16 sums read and write x as it lies, 2·kFullLanes values a vector
+// (sixteen on AVX2, 32 on AVX-512), two to a 32-bit lane (rounds_alike.hpp's
+// Pairs: firsts, the even columns, and seconds, the odd ones, each a float
+// by itself), and check and round both halves at once (round_pairs_checked):
+// no widening or narrowing shuffle. The float row is laid out to match
+// (pair_float_row). The same bound and the same fallback as
+// add_row_float32_first, so the same bits. [4, 2048, 1024], builds in
+// alternated processes: on the AVX2 path of an AMD EPYC Zen 3 (1 and 2
+// threads) 0.79-0.82x add_row_float32_first's time on interleaved rows,
+// 0.85-0.97x on split ones; on the AVX-512 path of a Zen 4, interleaved
+// rows, 0.86x at one thread and 0.91x at two (medians).
 //
 // w = float(v) for each whole vector of 2·kFullLanes columns [j, j + 2·kFullLanes):
 // the even columns' values, then the odd ones' (Pairs order).
