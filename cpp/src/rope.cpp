@@ -371,18 +371,18 @@ POSENC_BLOCK_INLINE std::int64_t rotate_lanes(const T* x, T* o, const double* __
             }
         }
         if (j == half) return j;
-        // Half a vector left: float64 rather than the part vector below,
-        // whose masked (AVX-512) or copied (AVX2) loads and stores cost more.
-        // Whole calls on [1, 2048, 32, 128] in place, 2 threads, AMD EPYC
-        // Zen 5: rotary_dim 96 on the AVX-512 path 0.78 -> 0.56 ms; 80 and
-        // 112 on the AVX2 path 1.10 -> 0.66 and 1.21 -> 0.84 ms. (Other
-        // remainders keep the part vector: for 112 on the AVX-512 path, half
-        // a vector in float64 and the rest element by element took 0.95 ms
-        // against its 0.82.)
-        if (half - j == kN) {
-            rotate_exact(x + j, x + half + j, o + j, o + half + j, c + j, s + j);
-            return half;
-        }
+        // The last part vectors: half or a quarter of a vector (the tails
+        // of rotary_dim 96, 80, 32) load and store their values plainly
+        // (load_pairs). Half a vector had gone the float64 route instead,
+        // then faster than the masked (AVX-512) or copied (AVX2) part
+        // vector: whole calls on [1, 2048, 32, 128] in place, 2 threads, AMD
+        // EPYC Zen 5, rotary_dim 96 on the AVX-512 path 0.78 -> 0.56 ms; 80
+        // and 112 on the AVX2 path 1.10 -> 0.66 and 1.21 -> 0.84 ms. With
+        // plain loads, in float32 first, against that (AMD EPYC Zen 4,
+        // bfloat16, medians of builds alternated in separate processes, 1 /
+        // 2 threads): on the AVX-512 path rotary_dim 96 0.89 / 0.88x the
+        // time, 80 (a quarter vector, masked before) 0.74 / 0.84x, 32 0.87 /
+        // 0.89x; on the AVX2 path 80 0.95 / 0.96x.
         const std::int64_t n = half - j;  // pairs in the last part vectors
         Pairs ou, ov;
         if (!rotate_pairs(load_pairs(x + j, n), load_pairs(x + half + j, n), fc + j, fs + j, bound, limit, ou, ov))
