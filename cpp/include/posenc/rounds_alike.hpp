@@ -31,9 +31,11 @@ POSENC_BEGIN_TARGET
 // bfloat16's, so more of its vectors fall back (15% of 16-pair rotations),
 // and on AVX-512 its float64 route (lanes.hpp) was the faster (AMD EPYC Zen
 // 5, 1 and 2 threads: float32 first took 1.18-1.33x its time in rotations,
-// 1.19-1.21x in sums; so too for rotations on an Intel Xeon, 1.0-1.2x); on the
-// AVX2 path float32 first was the faster (sums: the float64 route took
-// 1.13-1.19x its time; rotations on Zen 3: 1.03-1.14x).
+// 1.19-1.21x in sums; so too for rotations on an Intel Xeon, 1.0-1.2x, and
+// on a Zen 4, 1.34-1.47x for NeoX, GPT-J and FLUX at 1 and 2 threads,
+// builds alternated in separate processes); on the AVX2 path float32 first
+// was the faster (sums: the float64 route took 1.13-1.19x its time;
+// rotations on Zen 3: 1.03-1.14x).
 // (None on the baseline path, which has no vectors of its own here.)
 #if !POSENC_HAVE_LANES
 template <class T> constexpr bool kFloat32First = false;
