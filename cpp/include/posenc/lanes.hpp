@@ -94,13 +94,19 @@ POSENC_LANES_INLINE void narrow_pairs(bfloat16_t* p, __m512 a, __m512 b) {
     const __m512i pairs = _mm512_ternarylogic_epi32(lo, bfloat16_high_halves(b), _mm512_set1_epi32(~0xffff), 0xf8);
     _mm512_storeu_si512(p, pairs);
 }
-// narrow_pairs's inverse for bfloat16: the 32 values at p as they lie, two
-// to a 32-bit lane, firsts[k] = p[2k] (shifted up) and seconds[k] = p[2k + 1]
-// (the low half cleared), with no widening shuffle.
-POSENC_LANES_INLINE void widen_pairs(const bfloat16_t* p, __m512& firsts, __m512& seconds) {
+// bfloat16 pairs in 32-bit lanes, the first value in the low half: each
+// half is a float by itself, the first shifted up, the second with its low
+// half cleared.
+POSENC_LANES_INLINE __m512 firsts(__m512i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)); }
+POSENC_LANES_INLINE __m512 seconds(__m512i v) {
+    return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(~0xffff)));
+}
+// narrow_pairs's inverse for bfloat16: the 32 values at p as they lie,
+// firsts[k] = p[2k] and seconds[k] = p[2k + 1], with no widening shuffle.
+POSENC_LANES_INLINE void widen_pairs(const bfloat16_t* p, __m512& first, __m512& second) {
     const __m512i v = _mm512_loadu_si512(p);
-    firsts = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-    seconds = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(~0xffff)));
+    first = firsts(v);
+    second = seconds(v);
 }
 #endif
 
@@ -183,13 +189,16 @@ POSENC_LANES_INLINE void narrow_pairs(bfloat16_t* p, Floats a, Floats b) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_or_si256(lo, hi));
 }
 #define POSENC_HAVE_NARROW_PAIRS 1
+POSENC_LANES_INLINE __m256 firsts(__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); }
+POSENC_LANES_INLINE __m256 seconds(__m256i v) {
+    return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(~0xffff)));
+}
 // narrow_pairs's inverse for bfloat16: the sixteen values at p as they lie,
-// two to a 32-bit lane, firsts[k] = p[2k] (shifted up) and seconds[k] =
-// p[2k + 1] (the low half cleared), with no widening shuffle.
-POSENC_LANES_INLINE void widen_pairs(const bfloat16_t* p, Floats& firsts, Floats& seconds) {
+// firsts[k] = p[2k] and seconds[k] = p[2k + 1], with no widening shuffle.
+POSENC_LANES_INLINE void widen_pairs(const bfloat16_t* p, Floats& first, Floats& second) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    firsts = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-    seconds = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+    first = firsts(v);
+    second = seconds(v);
 }
 
 #else

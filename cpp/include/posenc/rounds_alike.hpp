@@ -86,8 +86,7 @@ POSENC_LANES_INLINE void store_rounded(bfloat16_t* p, __m512i v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
 }
 // Pairs of bfloat16 values, one pair per 32-bit lane (the first in the low
-// half): a plain load, and each half of a lane is a float by itself, the
-// first shifted up, the second with its low half cleared.
+// half): a plain load, whose halves lanes.hpp's firsts and seconds read as floats.
 using Pairs = __m512i;
 POSENC_LANES_INLINE __m512i load_pairs(const bfloat16_t* p) { return _mm512_loadu_si512(p); }
 POSENC_LANES_INLINE void store_pairs(bfloat16_t* p, __m512i v) { _mm512_storeu_si512(p, v); }
@@ -105,10 +104,6 @@ POSENC_LANES_INLINE void store_pairs(bfloat16_t* p, __m512i v, std::int64_t n) {
     if (n == 16) return _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_castsi512_si256(v));
     if (n == 8) return _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_castsi512_si128(v));
     _mm512_mask_storeu_epi16(p, static_cast<__mmask32>((1u << n) - 1), v);
-}
-POSENC_LANES_INLINE __m512 firsts(__m512i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)); }
-POSENC_LANES_INLINE __m512 seconds(__m512i v) {
-    return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(~0xffff)));
 }
 // round_checked for the two results of each pair, a within ea and b within
 // eb: `out` holds a's rounding in the low halves and b's in the high ones,
@@ -178,10 +173,6 @@ POSENC_LANES_INLINE void store_pairs(bfloat16_t* p, __m256i v, std::int64_t n) {
     alignas(32) bfloat16_t b[16];
     store_pairs(b, v);
     std::memcpy(p, b, static_cast<std::size_t>(n) * sizeof(bfloat16_t));
-}
-POSENC_LANES_INLINE __m256 firsts(__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); }
-POSENC_LANES_INLINE __m256 seconds(__m256i v) {
-    return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(~0xffff)));
 }
 POSENC_LANES_INLINE unsigned round_pairs_checked(__m256 a, __m256 ea, __m256 b, __m256 eb, __m256i& out) {
     const __m256i half = _mm256_set1_epi32(0x8000), high = _mm256_set1_epi32(~0xffff);
