@@ -48,4 +48,24 @@ class Buffer {
 
 using Scratch = Buffer<double>;
 
+// Where in a 4 KiB page an array starts matters to a loop that stores to one
+// array while it loads another: a load whose address matches an older,
+// still pending store in its low 12 bits is taken for a dependence on it
+// and waits ("4K aliasing"). Two arrays streamed at the same rate collide
+// on every iteration or never, depending only on how far apart they start
+// within a page: with the loaded array a few lines ahead, the last store to
+// a load's offset is most of a page of stores back, more than are pending;
+// a few lines behind, it is a few stores back. kPageDoubles of slack per
+// array let at_page_offset place it.
+constexpr std::int64_t kPageBytes = 4096, kPageDoubles = kPageBytes / sizeof(double);
+
+inline std::uintptr_t page_offset(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kPageBytes; }
+
+// The first address at or after p that lies `offset` bytes into a page,
+// rounded down to a cache line: less than kPageDoubles on.
+inline double* at_page_offset(double* p, std::uintptr_t offset) {
+    const std::uintptr_t want = offset % kPageBytes / 64 * 64;
+    return p + (want - page_offset(p)) % kPageBytes / sizeof(double);
+}
+
 POSENC_END_TARGET
