@@ -443,8 +443,8 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     // table row from the angle row, the angle row from the step) load lines
     // last stored to most of a page before. Where malloc put them had
     // decided it: on the AVX-512 path of an AMD EPYC Zen 4 (one thread,
-    // [8192, 1024] float32) the table took 2.1-3.7 ms depending only on how
-    // far apart in their pages the step and the angle row began. Placed as
+    // [8192, 1024] float32) the table took 2.1-3.7 ms depending on where in
+    // its page the angle row began, all else the same. Placed as
     // here against the layout before (step, then each thread's row), calls
     // alternated in one process, 1 / 2 threads: float32 table 2.54 / 1.22
     // against 2.94 / 1.24 ms, float64 4.33 / 2.38 against 4.72 / 2.55,

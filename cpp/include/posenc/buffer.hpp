@@ -58,13 +58,14 @@ using Scratch = Buffer<double>;
 // a few lines behind, it is a few stores back. kPageDoubles of slack per
 // array let at_page_offset place it.
 constexpr std::int64_t kPageBytes = 4096, kPageDoubles = kPageBytes / sizeof(double);
+constexpr std::uintptr_t kLine = 64;
 
 inline std::uintptr_t page_offset(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kPageBytes; }
 
 // The first address at or after p that lies `offset` bytes into a page,
 // rounded down to a cache line: less than kPageDoubles on.
 inline double* at_page_offset(double* p, std::uintptr_t offset) {
-    const std::uintptr_t want = offset % kPageBytes / 64 * 64;
+    const std::uintptr_t want = offset % kPageBytes / kLine * kLine;
     return p + (want - page_offset(p)) % kPageBytes / sizeof(double);
 }
 
