@@ -30,6 +30,17 @@ inline double position_at(const Positions& p, std::int64_t row) {
     return p.values ? p.values[row] : p.start + static_cast<double>(row);
 }
 
+// One step of the recurrence: (s, c), the sine and cosine at p, become those
+// at p + 1 for the step's sine sw and cosine cw. On doubles (advance, below)
+// and on registers of them (sinusoidal.cpp's float32 tables): the same
+// expression, contracted into the same fused multiply-adds, so the same bits.
+template <class V>
+inline __attribute__((always_inline)) void rotate_by_step(V& s, V& c, V sw, V cw) {
+    const V s0 = s, c0 = c;
+    s = s0 * cw + c0 * sw;
+    c = c0 * cw - s0 * sw;
+}
+
 // The rotation by one position step, shared by all threads of a call.
 struct AngleStep {
     const double* sin_w;
@@ -54,28 +65,43 @@ class AngleRows {
     // Makes the row hold the angles of `row`.
     void seek(std::int64_t row) {
         const double p = position_at(positions_, row);
-        const bool consecutive = row == last_ + 1 && row % kAnchorRows != 0 && p == position_ + 1.0;
+        const bool consecutive = row == last_ + 1 && steps_to(row, p, position_);
         if (consecutive) advance();
         else sincos_scaled(p, inv_freq_, s(), c(), half_);
         last_ = row;
         position_ = p;
     }
 
+    // Whether seeking rows r0, r0 + 1, ..., r1 - 1 in turn evaluates r0 and
+    // steps to each of the others (the rows of an anchor block, r0 < r1,
+    // whose positions are consecutive).
+    bool steps_through(std::int64_t r0, std::int64_t r1) const {
+        double p = position_at(positions_, r0);
+        for (std::int64_t row = r0 + 1; row < r1; ++row) {
+            const double next = position_at(positions_, row);
+            if (!steps_to(row, next, p)) return false;
+            p = next;
+        }
+        return true;
+    }
+
     double* s() const { return row_; }
     double* c() const { return row_ + half_; }
+    AngleStep step() const { return step_; }
 
   private:
+    // Whether `row`, at position p, follows the row before it (at `before`) by a step.
+    static bool steps_to(std::int64_t row, double p, double before) {
+        return row % kAnchorRows != 0 && p == before + 1.0;
+    }
+
     void advance() {
         double* __restrict s = this->s();
         double* __restrict c = this->c();
         const double* __restrict ss = step_.sin_w;
         const double* __restrict cs = step_.cos_w;
 #pragma omp simd
-        for (std::int64_t i = 0; i < half_; ++i) {
-            const double s0 = s[i], c0 = c[i];
-            s[i] = s0 * cs[i] + c0 * ss[i];
-            c[i] = c0 * cs[i] - s0 * ss[i];
-        }
+        for (std::int64_t i = 0; i < half_; ++i) rotate_by_step(s[i], c[i], ss[i], cs[i]);
     }
 
     Positions positions_;
