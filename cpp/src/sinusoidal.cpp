@@ -360,43 +360,58 @@ inline void pairs_ahead(const double* s, const double* c, std::int64_t n, float*
     encode_pairs<true>(s + i, c + i, n - i, out + 2 * i, 1);
 }
 
-// Rows [r, r + kRows) of a float32 interleaved table (`half` pairs, 2·half
-// columns; row r at out, the next `stride` floats on) from the angles (s, c)
-// of row r, a register of pairs at a time: stored to a row, stepped to the
-// next, kRows rows, then (if `keep`) written back as the angles of r + kRows.
-template <int kRows>
+// A unit of an interleaved table row: kPairUnit<T> pairs, their sines and
+// cosines each in Doubles, stored interleaved and rounded once, as
+// encode_pairs stores them.
+template <class T> constexpr int kPairUnit = kNarrowFormat<T> ? static_cast<int>(kLanes) : static_cast<int>(kDoubleLanes);
+template <class T> using PairUnit = Doubles<kPairUnit<T>>;
+POSENC_BLOCK_INLINE void store_unit(float* out, PairUnit<float> s, PairUnit<float> c) { store_pairs(out, s.r[0], c.r[0]); }
+POSENC_BLOCK_INLINE void store_unit(double* out, PairUnit<double> s, PairUnit<double> c) {
+    const Doubles<2 * kDoubleLanes> d = interleave_regs(s.r[0], c.r[0]);
+    std::memcpy(out, d.r, sizeof d.r);
+}
+template <class T>
+POSENC_BLOCK_INLINE void store_unit(T* out, PairUnit<T> s, PairUnit<T> c) { narrow_pairs(out, odd_lanes(s), odd_lanes(c)); }
+
+// Rows [r, r + kRows) of an interleaved table (`half` pairs, 2·half
+// columns; row r at out, the next `stride` values on) from the angles (s, c)
+// of row r, a unit of pairs at a time: stored to a row, stepped to the next,
+// kRows rows, then (if `keep`) written back as the angles of r + kRows.
+template <int kRows, class T>
 inline void table_rows(double* __restrict s, double* __restrict c, AngleStep step, std::int64_t half,
-                       float* __restrict out, std::int64_t stride, bool keep) {
+                       T* __restrict out, std::int64_t stride, bool keep) {
+    constexpr int kUnit = kPairUnit<T>;
     std::int64_t i = 0;
-    for (; i + kDoubleLanes <= half; i += kDoubleLanes) {
-        DoubleReg rs = load_reg(s + i), rc = load_reg(c + i);
-        const DoubleReg sw = load_reg(step.sin_w + i), cw = load_reg(step.cos_w + i);
+    for (; i + kUnit <= half; i += kUnit) {
+        PairUnit<T> rs = load_doubles<kUnit>(s + i), rc = load_doubles<kUnit>(c + i);
+        const PairUnit<T> sw = load_doubles<kUnit>(step.sin_w + i), cw = load_doubles<kUnit>(step.cos_w + i);
         for (int k = 0; k < kRows; ++k) {
-            store_pairs(out + k * stride + 2 * i, rs, rc);
-            if (k + 1 < kRows || keep) rotate_by_step(rs, rc, sw, cw);
+            store_unit(out + k * stride + 2 * i, rs, rc);
+            if (k + 1 < kRows || keep)
+                for (int j = 0; j < PairUnit<T>::kRegs; ++j) rotate_by_step(rs.r[j], rc.r[j], sw.r[j], cw.r[j]);
         }
-        if (keep) std::memcpy(s + i, &rs, sizeof rs), std::memcpy(c + i, &rc, sizeof rc);
+        if (keep) std::memcpy(s + i, rs.r, sizeof rs.r), std::memcpy(c + i, rc.r, sizeof rc.r);
     }
     for (; i < half; ++i) {  // the last pairs one at a time
         double rs = s[i], rc = c[i];
         for (int k = 0; k < kRows; ++k) {
-            out[k * stride + 2 * i] = static_cast<float>(rs), out[k * stride + 2 * i + 1] = static_cast<float>(rc);
+            out[k * stride + 2 * i] = store<T>(rs), out[k * stride + 2 * i + 1] = store<T>(rc);
             if (k + 1 < kRows || keep) rotate_by_step(rs, rc, step.sin_w[i], step.cos_w[i]);
         }
         if (keep) s[i] = rs, c[i] = rc;
     }
 }
 
-// `rows` rows of a float32 interleaved table (as table_rows), whose
-// positions follow row 0's (s, c) a step at a time, four rows to a pass.
+// `rows` rows of an interleaved table (as table_rows), whose positions
+// follow row 0's (s, c) a step at a time, four rows to a pass.
 // Row by row, each step read the angle row from memory and wrote it back and
 // the next loop read it again to store it: per register of pairs, six loads
 // and three stores for one row; so the loads and stores, not the arithmetic,
 // set the time (on the AVX-512 path of an AMD EPYC Zen 4, [256, 1024] into
 // L2, 242 ns a row; the same loop with the angles kept in registers, ~120).
 // Four rows to a pass share a load and a store of the angles and write four
-// streams of the table at once. [8192, 1024], calls alternated in one
-// process, against row by row: AVX-512 path of a Zen 4, 1.8-2.0 against
+// streams of the table at once. [8192, 1024] float32, calls alternated in
+// one process, against row by row: AVX-512 path of a Zen 4, 1.8-2.0 against
 // 2.8-3.6 ms at one thread, 0.97-0.98 against 1.25-1.6 ms at two; into L2
 // 184 against 242 ns a row; its AVX2 path 2.12 against 2.11 ms at one thread,
 // 1.17 against 1.40 at two. Two rows to a pass, 186 ns a row into L2, eight
@@ -404,7 +419,8 @@ inline void table_rows(double* __restrict s, double* __restrict c, AngleStep ste
 // line stored, 1.6-1.9 ms at two threads. (A register of pairs at a time
 // stepped through all 32 rows of an anchor block took 2.2-2.3 ms at one
 // thread: the stores to 32 pages at once waited on memory.)
-inline void table_block(double* s, double* c, AngleStep step, std::int64_t half, std::int64_t rows, float* out,
+template <class T>
+inline void table_block(double* s, double* c, AngleStep step, std::int64_t half, std::int64_t rows, T* out,
                         std::int64_t stride) {
     constexpr int kRowsPerPass = 4;
     std::int64_t r = 0;
@@ -412,10 +428,19 @@ inline void table_block(double* s, double* c, AngleStep step, std::int64_t half,
         table_rows<kRowsPerPass>(s, c, step, half, out + r * stride, stride, r + kRowsPerPass < rows);
     for (; r < rows; ++r) table_rows<1>(s, c, step, half, out + r * stride, stride, r + 1 < rows);
 }
-constexpr bool kBlockTables = true;
+// Where tables take four rows to a pass (table_block): float32 everywhere,
+// the other formats on the AVX-512 path. [8192, 1024], calls alternated in
+// one process, AMD EPYC Zen 4, 1 / 2 threads, against row by row: AVX-512
+// float64 3.83 / 2.18 against 4.21 / 2.32 ms, float16 2.06 / 1.00 against
+// 2.32 / 1.20, bfloat16 2.48 / 1.21 against 2.69 / 1.38. On the AVX2 path
+// float64 took 4.09 / 2.24 against 3.81 / 2.19 ms; float16 at one thread
+// 2.80 against 2.33 (its units of sixteen doubles and the step outgrow the
+// 16 registers).
+template <class T> constexpr bool kBlockTables = std::is_same<T, float>::value || kDoubleLanes == 8;
 #else
-constexpr bool kBlockTables = false;
-inline void table_block(double*, double*, AngleStep, std::int64_t, std::int64_t, float*, std::int64_t) {}
+template <class T> constexpr bool kBlockTables = false;
+template <class T>
+inline void table_block(double*, double*, AngleStep, std::int64_t, std::int64_t, T*, std::int64_t) {}
 #endif
 
 // A table row of `cols` columns from the sines s and cosines c (`half` each):
@@ -534,9 +559,9 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
         const std::int64_t b0 = ol.batches * slice / slices, b1 = ol.batches * (slice + 1) / slices;
         const std::int64_t r0 = block * kAnchorRows;
         const std::int64_t r1 = r0 + kAnchorRows < a.rows ? r0 + kAnchorRows : a.rows;
-        // A float32 table's block of consecutive positions a few rows at a
-        // time, its angles stepped in registers (table_block).
-        if constexpr (kBlockTables && !kAdd && kInterleaved && std::is_same<T, float>::value) {
+        // A table's block of consecutive positions a few rows at a time,
+        // its angles stepped in registers (table_block).
+        if constexpr (kBlockTables<T> && !kAdd && kInterleaved) {
             if (contiguous && b1 - b0 == 1 && a.cols == 2 * half && angles.steps_through(r0, r1)) {
                 angles.seek(r0);
                 table_block(angles.s(), angles.c(), angles.step(), half, r1 - r0,

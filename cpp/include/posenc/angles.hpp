@@ -31,14 +31,29 @@ inline double position_at(const Positions& p, std::int64_t row) {
 }
 
 // One step of the recurrence: (s, c), the sine and cosine at p, become those
-// at p + 1 for the step's sine sw and cosine cw. On doubles (advance, below)
-// and on registers of them (sinusoidal.cpp's float32 tables): the same
-// expression, contracted into the same fused multiply-adds, so the same bits.
+// at p + 1 for the step's sine sw and cosine cw. On doubles and on registers
+// of them (advance, below; sinusoidal.cpp's tables), so that every loop
+// steps with the same operations and gets the same bits: where the path has
+// FMA, s·cw + (c·sw rounded) and c·cw − (s·sw rounded) each rounded once, as
+// GCC contracts the expression in a vectorised loop (which scalar code, the
+// same expression unrolled, did not always do).
+inline __attribute__((always_inline)) double fused_step(double a, double b, double c) {
+#if defined(__FMA__)
+    return __builtin_fma(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
 template <class V>
 inline __attribute__((always_inline)) void rotate_by_step(V& s, V& c, V sw, V cw) {
     const V s0 = s, c0 = c;
     s = s0 * cw + c0 * sw;
     c = c0 * cw - s0 * sw;
+}
+inline __attribute__((always_inline)) void rotate_by_step(double& s, double& c, double sw, double cw) {
+    const double s0 = s, c0 = c;
+    s = fused_step(s0, cw, c0 * sw);
+    c = fused_step(c0, cw, -(s0 * sw));
 }
 
 // The rotation by one position step, shared by all threads of a call.

@@ -292,20 +292,22 @@ POSENC_LANES_INLINE Doubles<N> load_doubles(const double* p) {
 }
 
 // Pairs of two rows interleaved, {s[0], c[0], s[1], c[1], ...}, a vector of
-// floats' worth (the doubles of an interleaved encoding row, sinusoidal.cpp).
+// floats' worth (the doubles of an interleaved encoding row, sinusoidal.cpp):
+// from a register of each, or from memory.
 #if defined(__AVX512F__)
-POSENC_LANES_INLINE Doubles<16> interleave_doubles(const double* s, const double* c) {
-    const __m512d a = _mm512_loadu_pd(s), b = _mm512_loadu_pd(c);
+POSENC_LANES_INLINE Doubles<16> interleave_regs(__m512d a, __m512d b) {
     const __m512i lo = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0), hi = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
     return {{_mm512_permutex2var_pd(a, lo, b), _mm512_permutex2var_pd(a, hi, b)}};
 }
 #else
-POSENC_LANES_INLINE Doubles<8> interleave_doubles(const double* s, const double* c) {
-    const __m256d a = _mm256_loadu_pd(s), b = _mm256_loadu_pd(c);
+POSENC_LANES_INLINE Doubles<8> interleave_regs(__m256d a, __m256d b) {
     const __m256d lo = _mm256_unpacklo_pd(a, b), hi = _mm256_unpackhi_pd(a, b);  // {s0 c0 s2 c2}, {s1 c1 s3 c3}
     return {{_mm256_permute2f128_pd(lo, hi, 0x20), _mm256_permute2f128_pd(lo, hi, 0x31)}};
 }
 #endif
+POSENC_LANES_INLINE Doubles<2 * kDoubleLanes> interleave_doubles(const double* s, const double* c) {
+    return interleave_regs(load_reg(s), load_reg(c));
+}
 
 // A vector of floats as doubles (exact), and doubles as floats rounded to
 // odd at kOddBits bits: narrow_lanes of those is each double rounded once to
