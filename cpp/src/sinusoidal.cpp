@@ -501,7 +501,14 @@ inline void table_row_ahead(const double* s, const double* c, std::int64_t half,
 // each batch's rows added from them, float32 sums took 1.3-1.4x this
 // order's time: the rows come back from L2, and the widening, FMA and
 // narrowing (0.165 ns a float in cache, ~10 cycles per 16) no longer
-// overlap the memory stalls.
+// overlap the memory stalls. Stepping the angles in registers as tables do
+// (table_block), one row to a pass with every batch's row added from them,
+// did not pay either on that Zen 4 (AVX-512, two runs of 30 alternated
+// calls at two threads): [4, 2048, 1024] 1.11-1.20 against 1.01-1.14 ms,
+// [1, 8192, 1024] 1.68-1.70 against 1.67-1.73, [8, 512, 768] 0.39-0.46
+// against 0.26 (at one thread 2.29 against 2.56 ms on the first); on its
+// AVX2 path 1.18-1.25x the time; two and four rows to a pass, or
+// prefetching the next pass's rows, slower still.
 //
 // Rows [0, rows) in anchor blocks; each block of rows is encoded into
 // batches [b0, b1) of every operand, so a row's sines are computed once for
