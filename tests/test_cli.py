@@ -165,3 +165,19 @@ def test_bench_progress_goes_to_stderr():
     rows = _bench.run(quick=True, repeat=1, only="sinusoidal [", stream=out, progress=True)
     assert rows and all(row["posenc_s"] > 0 for row in rows)
     assert "\r" not in out.getvalue()  # the table stays clean; the progress line is on stderr
+
+
+def test_bench_times_each_threading_runtime_apart():
+    """Functions of one runtime interleave among themselves, and no call of one group falls between
+    another group's: PyTorch's spinning workers must not steal the cores of posenc's next call."""
+    from posenc._bench.timing import measure_by_runtime
+
+    calls = []
+
+    def recorder(name):
+        return lambda: calls.append(name)
+
+    best = measure_by_runtime([{"posenc": recorder("p"), "ceiling": recorder("c")}, {"torch": recorder("t")}, {}],
+                              repeat=3)
+    assert set(best) == {"posenc", "ceiling", "torch"} and all(t >= 0 for t in best.values())
+    assert "".join(calls) == "pc" + "pc" * 3 + "t" + "t" * 3  # a warm-up call each, then the rounds

@@ -1,8 +1,9 @@
 """``posenc bench``: every kernel beside the memory ceiling and what users write instead.
 
-For each case (``cases.py``) posenc, the memory ceiling and the baselines run
-interleaved, round after round (``timing.measure``), each keeping its best
-time. The ceiling is a plain pass over the very buffer posenc works on, with
+For each case (``cases.py``) posenc, the memory ceiling and the NumPy
+baseline run interleaved, round after round (``timing.measure``), each
+keeping its best time, and the PyTorch baselines so among themselves after
+them (``timing.measure_by_runtime`` says why). The ceiling is a plain pass over the very buffer posenc works on, with
 posenc's thread count, in the same run: ``fill`` for writing an ``out=``,
 ``rmw`` (read and write back) for in-place work, ``alloc`` (allocate and
 write) for a function returning a new array. Baselines run with the same
@@ -26,7 +27,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO
 
 from . import cases as _cases
 from . import report, small
-from .timing import ceiling, clock, measure, torch_module
+from .timing import ceiling, clock, measure, measure_by_runtime, torch_module
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 
@@ -101,10 +102,14 @@ def run(quick: bool = False, repeat: int = 10, only: Optional[str] = None, strea
     try:
         for case in selected_cases(quick, dtypes, only, torch_mod):
             bar.show(f"{case.name} {case.dtype}")
-            fns = {"posenc": case.posenc, "ceiling": ceiling(case.ceiling, case.target)}
+            # posenc, its ceiling and NumPy (no thread pool) timed apart from
+            # PyTorch's calls, which leave its workers spinning (measure_by_runtime).
+            ours = {"posenc": case.posenc, "ceiling": ceiling(case.ceiling, case.target)}
+            theirs: Dict[str, Any] = {}
             if baselines:
-                fns.update({f"base {k}": fn for k, fn in case.baselines.items()})
-            best = measure(fns, repeat, reset=case.reset(), now=now)
+                for k, fn in case.baselines.items():
+                    (ours if k == "numpy" else theirs)[f"base {k}"] = fn
+            best = measure_by_runtime([ours, theirs], repeat, reset=case.reset(), now=now)
             row = dict(case=case.name, kernel=case.kernel, dtype=case.dtype, isa=native.active_isa(),
                        threads=threads, posenc_s=best["posenc"], ceiling=case.ceiling,
                        ceiling_s=best["ceiling"], nbytes=case.nbytes,
