@@ -3,10 +3,11 @@
 For each case (``cases.py``) posenc, the memory ceiling and the NumPy
 baseline run interleaved, round after round (``timing.measure``), each
 keeping its best time, and the PyTorch baselines so among themselves after
-them (``timing.measure_by_runtime`` says why). The ceiling is a plain pass over the very buffer posenc works on, with
-posenc's thread count, in the same run: ``fill`` for writing an ``out=``,
-``rmw`` (read and write back) for in-place work, ``alloc`` (allocate and
-write) for a function returning a new array. Baselines run with the same
+them (``timing.measure_by_runtime`` says why). The ceiling is a plain pass
+over the very buffer posenc works on, with posenc's thread count, in the
+same run: ``fill`` for writing an ``out=``, ``rmw`` (read and write back)
+for in-place work, ``alloc`` (allocate and write) for a function returning
+a new array. Baselines run with the same
 thread count (PyTorch is set to it; NumPy's ufuncs use one thread).
 
 ``isas=["all"]`` runs the cases once per instruction-set path the CPU has,

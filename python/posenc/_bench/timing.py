@@ -71,13 +71,14 @@ def measure_by_runtime(groups: Sequence[Dict[str, Timed]], repeat: int, reset: O
 
     A group is the functions run by one threading runtime (posenc's OpenMP,
     PyTorch's). After a parallel region each runtime's workers spin before
-    they sleep: libgomp's for 300,000 ``pause`` instructions, ~140 cycles
-    each on recent Intel CPUs, so for about 10 ms. A call that follows
-    another runtime's then shares the cores with its spinning workers, which
-    ``measure``'s short pause does not outlast: on an Intel Xeon (2 threads,
-    apply_rope [1, 2048, 32, 128] float32) posenc took 1.1-1.5 ms right after
-    PyTorch's calls and 0.73-0.75 ms after its own. Calls of one runtime
-    find its workers spinning for them instead.
+    they sleep (libgomp's default: 300,000 spins, milliseconds where a
+    ``pause`` takes ~140 cycles, as on recent Intel CPUs; not measured
+    here). A call that follows another runtime's then shares the cores with
+    its spinning workers, which ``measure``'s short pause does not outlast:
+    on an Intel Xeon (2 threads, apply_rope [1, 2048, 32, 128] float32)
+    posenc took 1.1-1.5 ms timed in one rotation with PyTorch's calls and
+    0.73-0.75 ms without them. Calls of one runtime find its workers
+    spinning for them instead.
     """
     best: Dict[str, float] = {}
     for fns in groups:
