@@ -352,11 +352,11 @@ POSENC_LANES_INLINE void narrow_doubles(T* p, Doubles<N> d) {
 // an Intel Xeon (1 and 2 threads, best of 25 calls, builds alternated in
 // separate processes; 1.02-1.10x on ALiBi adds, which it does not change),
 // so there is no path for it: these rotations wait on more than conversions.
-// On that Xeon each of those conversions sustains one per ~2.3 cycles
-// against ~1.1 for each of the float16 <-> float <-> double pairs (eight
-// independent chains; AVX512-FP16's two steps in one are no cheaper), and
+// On that Xeon each of those conversions sustains one per ~2.3 cycles,
+// the time of the two it replaces (float16 <-> float and float <-> double,
+// ~1.0-1.2 cycles each; eight independent chains of each instruction), and
 // the rotation's ~12 vector operations per register of doubles share the
-// two 512-bit ports. Also measured there and slower (the same bits; NeoX
+// two ports that execute 512-bit operations. Also measured there and slower (the same bits; NeoX
 // and GPT-J [1, 2048, 32, 128] in place, 1 and 2 threads, builds in
 // alternated processes): sixteen values converted at once, a 512-bit
 // cvtph2ps and cvtps2ph with an extract and an insert, 1.05-1.10x the
