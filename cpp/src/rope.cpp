@@ -199,9 +199,10 @@ inline double largest_magnitude(const double* __restrict c, const double* __rest
 // The bound decides only which vectors take the float64 route, not any bit
 // of the result. The pass, a chain of dependent maxima and sums, had taken
 // ~5% of a sampled profile of bfloat16 GPT-J [1, 2048, 32, 128] in place at
-// one thread (Intel Xeon); without it bfloat16 rotations took 0.94-0.98x
-// the time at one thread and the same within the noise at two (NeoX, GPT-J,
-// rotary_dim 96; builds in alternated processes).
+// one thread (Intel Xeon); without it bfloat16 rotations took 0.91-1.00x
+// the time at one thread and 0.89-1.07x at two (NeoX, GPT-J, rotary_dim 96
+// on [1, 2048, 32, 128] in place; medians of 25 calls, builds alternated in
+// separate processes, three pairs each).
 inline double computed_table_bound(double scale) { return std::fabs(scale) * (1 + 0x1p-40); }
 
 // The FloatTables of format T for `rows` rows of half pairs: bfloat16's in
