@@ -77,12 +77,14 @@ bool amd_cpu() {
 
 const Isa g_cpu = detect_cpu();
 const std::int64_t g_rows_ahead_bytes = amd_cpu() ? 16 * 1024 : 4 * 1024;  // prefetch.hpp says why
+const bool g_learned_sum_prefetches = !amd_cpu();                             // so does this
 const Isa g_best = widest_built(g_cpu);
 std::atomic<int> g_active{static_cast<int>(g_best)};
 
 }  // namespace
 
 std::int64_t rows_ahead_bytes() { return g_rows_ahead_bytes; }
+bool learned_sum_prefetches() { return g_learned_sum_prefetches; }
 
 Isa active_isa() { return static_cast<Isa>(g_active.load(std::memory_order_relaxed)); }
 

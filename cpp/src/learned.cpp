@@ -41,6 +41,13 @@ void run(const EmbeddingArgs& a, const T* x, const RowLayout* xl, T* out, const 
     threads = threads < items ? threads : static_cast<int>(items);
     const T* table = static_cast<const T*>(a.table);
     const bool contiguous = a.table_col_stride == 1 && ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
+    const bool prefetch = kAdd && contiguous && learned_sum_prefetches();
+    // Row o·period + i of x, and the first o of an item's slice.
+    const auto x_row = [&](std::int64_t i, std::int64_t o) {
+        const std::int64_t k = o * period + i;
+        return x + xl->batch_offsets[k / a.rows] + (k % a.rows) * xl->row_stride;
+    };
+    const auto first_repeat = [&](std::int64_t item) { return repeats * (item % slices) / slices; };
 
     parallel_chunks(items, threads, [&](std::int64_t begin, std::int64_t end, int) {
         for (std::int64_t item = begin; item < end; ++item) {
@@ -52,8 +59,16 @@ void run(const EmbeddingArgs& a, const T* x, const RowLayout* xl, T* out, const 
                 T* orow = out + ol.batch_offsets[b] + r * ol.row_stride;
                 const T* xrow = kAdd ? x + xl->batch_offsets[b] + r * xl->row_stride : nullptr;
                 const std::int64_t xcs = kAdd ? xl->col_stride : 0;
-                if (contiguous) embed_row<kAdd, true>(t, 1, xrow, 1, orow, 1, a.dim);
-                else embed_row<kAdd, false>(t, a.table_col_stride, xrow, xcs, orow, ol.col_stride, a.dim);
+                if (prefetch) {  // the row of x this thread adds next, if any
+                    const T* next = o + 1 < o1      ? x_row(i, o + 1)
+                                    : item + 1 < end ? x_row((item + 1) / slices, first_repeat(item + 1))
+                                                     : nullptr;
+                    add_rows<true>(xrow, 1, t, 1, orow, 1, a.dim, next);
+                } else if (contiguous) {
+                    embed_row<kAdd, true>(t, 1, xrow, 1, orow, 1, a.dim);
+                } else {
+                    embed_row<kAdd, false>(t, a.table_col_stride, xrow, xcs, orow, ol.col_stride, a.dim);
+                }
             }
         }
     });

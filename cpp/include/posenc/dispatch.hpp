@@ -22,9 +22,11 @@ const char* isa_name(Isa isa);
 // Select by name ("baseline", "avx2", "avx512", or "" for the best);
 // std::invalid_argument if the name is unknown or the CPU lacks it.
 void select_isa(const std::string& name);
-// How many bytes of rows ahead the sinusoidal sum prefetches: a per-CPU
-// choice made once, like the ISA's (prefetch.hpp says why).
+// How many bytes of rows ahead the sinusoidal sum prefetches, and whether the
+// learned table's sum prefetches the row it adds next: per-CPU choices made
+// once, like the ISA's (prefetch.hpp says why).
 std::int64_t rows_ahead_bytes();
+bool learned_sum_prefetches();
 
 template <class Table>
 const Table& dispatch_for(Isa isa, const Table& baseline, const Table& avx2, const Table& avx512) {
