@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -165,6 +166,26 @@ def test_bench_progress_goes_to_stderr():
     rows = _bench.run(quick=True, repeat=1, only="sinusoidal [", stream=out, progress=True)
     assert rows and all(row["posenc_s"] > 0 for row in rows)
     assert "\r" not in out.getvalue()  # the table stays clean; the progress line is on stderr
+
+
+def test_bench_times_posenc_apart_from_every_baseline(monkeypatch):
+    """posenc and its ceiling share their rotation with no baseline: NumPy's long one-thread calls
+    leave posenc's workers idle before its next call, PyTorch's leave its own spinning."""
+    import posenc._bench as bench
+
+    seen = []
+
+    def record(groups, repeat, reset=None, now=None):
+        seen.append([set(g) for g in groups])
+        return {name: 1e-3 for g in groups for name in g}
+
+    monkeypatch.setattr(bench, "measure_by_runtime", record)
+    bench.run(quick=True, only="add_sinusoidal", stream=io.StringIO(), progress=False, small_calls=False)
+    assert seen
+    for groups in seen:
+        ours = [g for g in groups if "posenc" in g]
+        assert ours == [{"posenc", "ceiling"}]
+        assert any("base numpy" in g for g in groups)
 
 
 def test_bench_times_each_threading_runtime_apart():

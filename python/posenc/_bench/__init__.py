@@ -1,9 +1,9 @@
 """``posenc bench``: every kernel beside the memory ceiling and what users write instead.
 
-For each case (``cases.py``) posenc, the memory ceiling and the NumPy
-baseline run interleaved, round after round (``timing.measure``), each
-keeping its best time, and the PyTorch baselines so among themselves after
-them (``timing.measure_by_runtime`` says why). The ceiling is a plain pass
+For each case (``cases.py``) posenc and the memory ceiling run
+interleaved, round after round (``timing.measure``), each keeping its best
+time; then the NumPy baseline, and the PyTorch baselines among themselves,
+so (``timing.measure_by_runtime`` says why). The ceiling is a plain pass
 over the very buffer posenc works on, with posenc's thread count, in the
 same run: ``fill`` for writing an ``out=``, ``rmw`` (read and write back)
 for in-place work, ``alloc`` (allocate and write) for a function returning
@@ -103,14 +103,16 @@ def run(quick: bool = False, repeat: int = 10, only: Optional[str] = None, strea
     try:
         for case in selected_cases(quick, dtypes, only, torch_mod):
             bar.show(f"{case.name} {case.dtype}")
-            # posenc, its ceiling and NumPy (no thread pool) timed apart from
-            # PyTorch's calls, which leave its workers spinning (measure_by_runtime).
+            # posenc and its ceiling (one thread pool) timed apart from NumPy's
+            # long one-thread calls and from PyTorch's, which leave its
+            # workers spinning (measure_by_runtime).
             ours = {"posenc": case.posenc, "ceiling": ceiling(case.ceiling, case.target)}
-            theirs: Dict[str, Any] = {}
+            numpy_calls: Dict[str, Any] = {}
+            torch_calls: Dict[str, Any] = {}
             if baselines:
                 for k, fn in case.baselines.items():
-                    (ours if k == "numpy" else theirs)[f"base {k}"] = fn
-            best = measure_by_runtime([ours, theirs], repeat, reset=case.reset(), now=now)
+                    (numpy_calls if k == "numpy" else torch_calls)[f"base {k}"] = fn
+            best = measure_by_runtime([ours, numpy_calls, torch_calls], repeat, reset=case.reset(), now=now)
             row = dict(case=case.name, kernel=case.kernel, dtype=case.dtype, isa=native.active_isa(),
                        threads=threads, posenc_s=best["posenc"], ceiling=case.ceiling,
                        ceiling_s=best["ceiling"], nbytes=case.nbytes,

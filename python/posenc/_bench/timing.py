@@ -70,15 +70,21 @@ def measure_by_runtime(groups: Sequence[Dict[str, Timed]], repeat: int, reset: O
     """``measure`` once per group of functions, the functions of a group interleaved among themselves.
 
     A group is the functions run by one threading runtime (posenc's OpenMP,
-    PyTorch's). After a parallel region each runtime's workers spin before
-    they sleep (libgomp's default: 300,000 spins, milliseconds where a
-    ``pause`` takes ~140 cycles, as on recent Intel CPUs; not measured
-    here). A call that follows another runtime's then shares the cores with
-    its spinning workers, which ``measure``'s short pause does not outlast:
-    on an Intel Xeon (2 threads, apply_rope [1, 2048, 32, 128] float32)
-    posenc took 1.1-1.5 ms timed in one rotation with PyTorch's calls and
-    0.73-0.75 ms without them. Calls of one runtime find its workers
-    spinning for them instead.
+    PyTorch's; NumPy's one thread). After a parallel region each runtime's
+    workers spin before they sleep (libgomp's default: 300,000 spins,
+    milliseconds where a ``pause`` takes ~140 cycles, as on recent Intel
+    CPUs; not measured here). A call that follows another runtime's then
+    shares the cores with its spinning workers, which ``measure``'s short
+    pause does not outlast: on an Intel Xeon (2 threads, apply_rope [1,
+    2048, 32, 128] float32) posenc took 1.1-1.5 ms timed in one rotation with
+    PyTorch's calls and 0.73-0.75 ms without them. Calls of one runtime find
+    its workers spinning for them instead. The other way round, a long call
+    on the calling thread alone leaves a pool's workers idle long enough to
+    be slow to wake (why is a guess: their virtual CPUs parked): on that
+    Xeon posenc's float16 NeoX and GPT-J rotations took 1.06-1.34 ms timed
+    in one rotation with NumPy's (20-90 ms each) and 0.96-1.07 ms apart, and
+    a 30 ms busy loop on the calling thread before each float16
+    embedding_add [4, 2048, 1024] made it 1.4x slower.
     """
     best: Dict[str, float] = {}
     for fns in groups:
