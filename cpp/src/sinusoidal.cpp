@@ -485,30 +485,35 @@ inline void table_row_ahead(const double* s, const double* c, std::int64_t half,
 // 1024], calls alternated in one process): at two threads it took 0.65 of a
 // read-modify-write pass of x; with the angle rows left unstepped (wrong
 // values, for timing only) 0.81; with a plain multiply in place of the
-// widening FMA and narrowing, 0.65 again. So the adds wait on memory, and
-// the angles (~170 ns a row per thread) come on top. Overlapping the two did
-// not pay: stepping the next row's angles, and interleaving them, four pairs
-// per line added in every batch's pass took 0.95-0.96x this time at two
-// threads (0.93-1.00x at one) on [4, 2048, 1024] but 1.2-1.28x on
-// [1, 8192, 1024] and 1.05-1.09x on split rows; eight pairs per line in the
-// first batch's pass alone 1.0-1.18x. Adding a block of up to 32 rows to one
-// batch before the next (each batch's rows in memory order) measured within
-// the noise of this order. On the AVX-512 path of an AMD EPYC Zen 4 (one
-// thread, calls alternated in one process) that batch-by-batch order, with
-// the angles left unstepped and a plain multiply for the add, ran at the
-// read-modify-write pass's speed (1.06 against 1.00 ms) where this order
-// took 2.4 ms; but built for real, up to 256 KiB of a block's rows kept and
-// each batch's rows added from them, float32 sums took 1.3-1.4x this
-// order's time: the rows come back from L2, and the widening, FMA and
-// narrowing (0.165 ns a float in cache, ~10 cycles per 16) no longer
-// overlap the memory stalls. Stepping the angles in registers as tables do
-// (table_block), one row to a pass with every batch's row added from them,
-// did not pay either on that Zen 4 (AVX-512, two runs of 30 alternated
-// calls at two threads): [4, 2048, 1024] 1.11-1.20 against 1.01-1.14 ms,
-// [1, 8192, 1024] 1.68-1.70 against 1.67-1.73, [8, 512, 768] 0.39-0.46
-// against 0.26 (at one thread 2.29 against 2.56 ms on the first); on its
-// AVX2 path 1.18-1.25x the time; two and four rows to a pass, or
-// prefetching the next pass's rows, slower still.
+// widening FMA and narrowing, 0.65 again. So the adds wait on memory, and the
+// angles (~170 ns a row per thread) come on top. Overlapping the two did not
+// pay: stepping the next row's angles, and interleaving them, four pairs per
+// line added in every batch's pass took 0.95-0.96x this time at two threads
+// (0.93-1.00x at one) on [4, 2048, 1024] but 1.2-1.28x on [1, 8192, 1024] and
+// 1.05-1.09x on split rows; eight pairs per line in the first batch's pass
+// alone 1.0-1.18x. On the AVX-512 path of an Intel Xeon (2 threads, [4, 2048,
+// 1024], calls alternated in one process, the same bits) the next row's
+// angles stepped and interleaved a register of pairs per line added, in the
+// last batch's pass or spread over every batch's, took 1.08-1.18x this time,
+// though with its angle rows left unstepped (wrong values, for timing only)
+// this order reaches 0.90-0.92 of the read-modify-write pass against
+// 0.72-0.80. Adding a block of up to 32 rows to one batch before the next
+// (each batch's rows in memory order) measured within the noise of this
+// order. On the AVX-512 path of an AMD EPYC Zen 4 (one thread, calls
+// alternated in one process) that batch-by-batch order, with the angles left
+// unstepped and a plain multiply for the add, ran at the read-modify-write
+// pass's speed (1.06 against 1.00 ms) where this order took 2.4 ms; but built
+// for real, up to 256 KiB of a block's rows kept and each batch's rows added
+// from them, float32 sums took 1.3-1.4x this order's time: the rows come back
+// from L2, and the widening, FMA and narrowing (0.165 ns a float in cache,
+// ~10 cycles per 16) no longer overlap the memory stalls. Stepping the angles
+// in registers as tables do (table_block), one row to a pass with every
+// batch's row added from them, did not pay either on that Zen 4 (AVX-512, two
+// runs of 30 alternated calls at two threads): [4, 2048, 1024] 1.11-1.20
+// against 1.01-1.14 ms, [1, 8192, 1024] 1.68-1.70 against 1.67-1.73, [8, 512,
+// 768] 0.39-0.46 against 0.26 (at one thread 2.29 against 2.56 ms on the
+// first); on its AVX2 path 1.18-1.25x the time; two and four rows to a pass,
+// or prefetching the next pass's rows, slower still.
 //
 // Rows [0, rows) in anchor blocks; each block of rows is encoded into
 // batches [b0, b1) of every operand, so a row's sines are computed once for
