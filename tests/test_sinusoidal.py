@@ -70,6 +70,31 @@ def test_table_matches_reference(isa, positions, half, dtype, interleaved, freq_
     assert_close_to_float64(expected, exact, 0.0)
 
 
+def _at_byte_offset(shape, dtype, offset: int) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data start `offset` bytes past a 64-byte boundary."""
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.empty(nbytes + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("rows, dim", [(70, 1024), (9, 30), (33, 6), (5, 2)])
+def test_table_bits_do_not_depend_on_where_out_starts(isa, dtype, rows, dim):
+    """Rows starting anywhere in a cache line (NumPy puts large arrays 16 bytes past one) get the
+    same bits: float32 tables store their first pairs one at a time up to the line boundary."""
+    item = np.dtype(dtype).itemsize
+    bits = np.dtype(f"u{item}")
+    results = []
+    for offset in range(0, 64, item):
+        out = _at_byte_offset((rows, dim), dtype, offset)
+        posenc.sinusoidal(rows, dim, dtype=dtype, out=out)
+        results.append(out.view(bits).copy())
+    expected = posenc.sinusoidal(rows, dim, dtype=dtype).view(bits)
+    for offset, got in zip(range(0, 64, item), results):
+        np.testing.assert_array_equal(got, expected, err_msg=f"out {offset} bytes past a line")
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 31, 32, 33, 63, 64, 65, 97])
 @pytest.mark.parametrize("half", [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33])
 def test_every_vector_tail(isa, n, half):
