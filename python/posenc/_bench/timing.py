@@ -84,7 +84,7 @@ def measure_by_runtime(groups: Sequence[Dict[str, Timed]], repeat: int, reset: O
     Xeon posenc's float16 NeoX and GPT-J rotations took 1.06-1.34 ms timed
     in one rotation with NumPy's (20-90 ms each) and 0.96-1.07 ms apart, and
     a 30 ms busy loop on the calling thread before each float16
-    embedding_add [4, 2048, 1024] made it 1.4x slower.
+    embedding_add [4, 2048, 1024] made it 1.4-1.6x slower.
     """
     best: Dict[str, float] = {}
     for fns in groups:
