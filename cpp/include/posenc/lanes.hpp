@@ -345,23 +345,23 @@ POSENC_LANES_INLINE void narrow_doubles(T* p, Doubles<N> d) {
 // zero as float16 either way (bfloat16's subnormals are float's: odd_reg);
 // NaNs keep their top payload bits, infinities stay, and finite values past
 // float's range truncate to FLT_MAX, which float16 rounds to infinity too.
-// AVX512-FP16's conversions between float16 and double (one instruction
-// each way, rounded once) in place of widen_doubles' and narrow_doubles' here,
-// in an AVX-512 copy built with -mavx512fp16, were no faster: that copy
-// took 1.00-1.10x the time of float16 NeoX and GPT-J rotations and sums on
-// an Intel Xeon (1 and 2 threads, best of 25 calls, builds alternated in
-// separate processes; 1.02-1.10x on ALiBi adds, which it does not change),
-// so there is no path for it: these rotations wait on more than conversions.
-// On that Xeon each of those conversions sustains one per ~2.3 cycles,
-// the time of the two it replaces (float16 <-> float and float <-> double,
-// ~1.0-1.2 cycles each; eight independent chains of each instruction), and
-// the rotation's ~12 vector operations per register of doubles share the
-// two ports that execute 512-bit operations. Also measured there and slower (the same bits; NeoX
-// and GPT-J [1, 2048, 32, 128] in place, 1 and 2 threads, builds in
-// alternated processes): sixteen values converted at once, a 512-bit
-// cvtph2ps and cvtps2ph with an extract and an insert, 1.05-1.10x the
-// time; the sticky bit set by an and, an add and a ternary operation
-// instead of a test and a masked or, 1.07-1.12x.
+// AVX512-FP16's conversions between float16 and double (one instruction each
+// way, rounded once) in place of widen_doubles' and narrow_doubles' here, in
+// an AVX-512 copy built with -mavx512fp16, were no faster: that copy took
+// 1.00-1.10x the time of float16 NeoX and GPT-J rotations and sums on an
+// Intel Xeon (1 and 2 threads, best of 25 calls, builds alternated in
+// separate processes; 1.02-1.10x on ALiBi adds, which it does not change), so
+// there is no path for it: these rotations wait on more than conversions. On
+// that Xeon each of those conversions sustains one per ~2.3 cycles, the time
+// of the two it replaces (float16 <-> float and float <-> double, ~1.0-1.2
+// cycles each; eight independent chains of each instruction), and the
+// rotation's ~12 vector operations per register of doubles share the two
+// ports that execute 512-bit operations. Also measured there and slower (the
+// same bits; NeoX and GPT-J [1, 2048, 32, 128] in place, 1 and 2 threads,
+// builds in alternated processes): sixteen values converted at once, a
+// 512-bit cvtph2ps and cvtps2ph with an extract and an insert, 1.05-1.10x the
+// time; the sticky bit set by an and, an add and a ternary operation instead
+// of a test and a masked or, 1.07-1.12x.
 POSENC_LANES_INLINE __m256 odd_float_reg(__m512d d) {
     const __m512i u = _mm512_castpd_si512(d);
     const __m512i last = _mm512_set1_epi64(std::int64_t(1) << 29);  // float's last kept bit

@@ -2,8 +2,9 @@
 
 For each case (``cases.py``) posenc and the memory ceiling run
 interleaved, round after round (``timing.measure``), each keeping its best
-time; then the NumPy baseline, and the PyTorch baselines among themselves,
-so (``timing.measure_by_runtime`` says why). The ceiling is a plain pass
+time; then the NumPy baseline in rounds of its own, then the PyTorch
+baselines interleaved among themselves (``timing.measure_by_runtime`` says
+why). The ceiling is a plain pass
 over the very buffer posenc works on, with posenc's thread count, in the
 same run: ``fill`` for writing an ``out=``, ``rmw`` (read and write back)
 for in-place work, ``alloc`` (allocate and write) for a function returning
