@@ -25,6 +25,8 @@ def test_info_describes_the_runtime():
         assert info["isa"] in info["isas_available"]
         assert info["isas_available"][0] == "baseline"
         assert info["threads"] >= 1
+    # AVX512_BF16's conversions run on the avx512 path only.
+    assert info["bfloat16_instructions"] in ((False, True) if info["isa"] == "avx512" else (False,))
 
 
 @requires_native

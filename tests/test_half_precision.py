@@ -38,16 +38,31 @@ HALF_DTYPES = [np.float16] + ([BFLOAT16] if BFLOAT16 is not None else [])
 LENGTHS = list(range(1, 41)) + [255, 256, 257, 1000]  # every tail of 8- and 16-lane vectors
 
 
-@pytest.fixture(params=None if _backend.native is None else list(_backend.native.available_isas()))
-def path(request: Any) -> Iterator[str]:
-    """Each instruction-set path the CPU has, selected on the compiled module directly."""
+def _paths() -> list:
+    """Each path the CPU has; where it has AVX512_BF16's conversions, the AVX-512 path also without them."""
     native = _backend.native
-    previous = native.active_isa()
-    native.select_isa(request.param)
+    if native is None:
+        return []
+    paths = list(native.available_isas())
+    if native.bfloat16_instructions():
+        paths.append("avx512-integer-bfloat16")
+    return paths
+
+
+@pytest.fixture(params=_paths() or None)
+def path(request: Any) -> Iterator[str]:
+    """Each instruction-set path the CPU has, selected on the compiled module directly
+    ("avx512-integer-bfloat16": the AVX-512 path rounding to bfloat16 with integer instructions
+    instead of AVX512_BF16's conversions, which flush subnormals and so must be skipped for them)."""
+    native = _backend.native
+    previous, bf16 = native.active_isa(), native.bfloat16_instructions()
+    native.select_isa(request.param.split("-")[0])
+    native.use_bfloat16_instructions(bf16 and "-" not in request.param)
     try:
         yield request.param
     finally:
         native.select_isa(previous)
+        native.use_bfloat16_instructions(bf16)
 
 
 def round_bfloat16(values: np.ndarray) -> np.ndarray:
@@ -145,6 +160,42 @@ def test_sums_are_rounded_once(path: str, dtype: Any) -> None:
         with np.errstate(invalid="ignore", over="ignore"):
             exact = x.astype(np.float64) + rows.astype(np.float64)
         same_bits(out, round_once(exact, dtype))
+
+
+@pytest.mark.skipif(_backend.native is None or not _backend.native.bfloat16_instructions(),
+                    reason="the CPU has no AVX512_BF16 conversions")
+def test_bfloat16_instructions_give_the_integer_roundings_bits() -> None:
+    """AVX512_BF16's conversions and the integer rounding store the same bits, NaN payloads and
+    signs included (same_bits above lets NaNs differ), in sums, tables and rotations."""
+    native = _backend.native
+    rng = np.random.default_rng(5)
+    every = np.arange(65536, dtype=np.uint16).view(BFLOAT16).reshape(1, 256, 256)  # NaNs, subnormals, ±0, ±inf
+    lut = rng.integers(0, 65536, (1, 511), dtype=np.uint16).view(BFLOAT16)
+    x = rng.standard_normal((1, 64, 4, 64)).astype(BFLOAT16)
+    x[0, 1, :, ::3] = np.float32(np.nan)
+    calls = {
+        "toeplitz_add": lambda: (native.toeplitz_add(every, out := np.empty_like(every), lut), out)[1],
+        "sinusoidal": lambda: posenc.sinusoidal(300, 96, dtype=BFLOAT16),
+        "apply_rope": lambda: posenc.apply_rope(x, positions=np.arange(64) * 1e4),
+        "apply_rope interleaved": lambda: posenc.apply_rope(x, positions=np.arange(64) * 1e4, interleaved=True),
+    }
+    previous = native.active_isa()
+    native.select_isa("avx512")
+    try:
+        for name, call in calls.items():
+            with np.errstate(all="ignore"):
+                fast = call()
+                native.use_bfloat16_instructions(False)
+                try:
+                    integer = call()
+                finally:
+                    native.use_bfloat16_instructions(True)
+            differ = fast.view(np.uint16) != integer.view(np.uint16)
+            assert not differ.any(), (f"{name}: {differ.sum()} values differ, first "
+                                      f"{fast.view(np.uint16).reshape(-1)[differ.argmax()]:#06x} vs "
+                                      f"{integer.view(np.uint16).reshape(-1)[differ.argmax()]:#06x}")
+    finally:
+        native.select_isa(previous)
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)

@@ -75,13 +75,32 @@ bool amd_cpu() {
 #endif
 }
 
+// Whether the CPU has AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5); its
+// conversions run only on the AVX-512 copy, so they also need that copy's state.
+bool detect_bfloat16_instructions() {
+#ifdef POSENC_X86
+    unsigned eax, ebx, ecx, edx;
+    return detect_cpu() == Isa::avx512 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5));
+#else
+    return false;
+#endif
+}
+
 const Isa g_cpu = detect_cpu();
+const bool g_cpu_bfloat16 = detect_bfloat16_instructions();
 const std::int64_t g_rows_ahead_bytes = amd_cpu() ? 16 * 1024 : 4 * 1024;  // prefetch.hpp says why
 const bool g_learned_sum_prefetches = !amd_cpu();                             // so does this
 const Isa g_best = widest_built(g_cpu);
 std::atomic<int> g_active{static_cast<int>(g_best)};
 
 }  // namespace
+
+bool g_bfloat16_instructions = g_cpu_bfloat16;
+
+void use_bfloat16_instructions(bool on) {
+    if (on && !g_cpu_bfloat16) throw std::invalid_argument("this CPU has no AVX512_BF16 conversions");
+    g_bfloat16_instructions = on;
+}
 
 std::int64_t rows_ahead_bytes() { return g_rows_ahead_bytes; }
 bool learned_sum_prefetches() { return g_learned_sum_prefetches; }

@@ -75,13 +75,15 @@ def get_num_threads() -> int:
 
 
 def info() -> Dict[str, Any]:
-    """What posenc runs on: version, ISA chosen and available, threads, backend.
+    """What posenc runs on: version, ISA chosen and available, threads, backend, and whether
+    bfloat16 results are rounded with AVX512_BF16's conversions (on the avx512 path of CPUs that
+    have them; the same bits either way).
 
     Examples
     --------
     >>> import posenc
     >>> sorted(posenc.info())
-    ['backend', 'isa', 'isas_available', 'native', 'openmp', 'threads', 'version']
+    ['backend', 'bfloat16_instructions', 'isa', 'isas_available', 'native', 'openmp', 'threads', 'version']
     """
     native = _backend.native
     return {
@@ -90,6 +92,8 @@ def info() -> Dict[str, Any]:
         "native": native is not None,
         "isa": native.active_isa() if native is not None else None,
         "isas_available": list(native.available_isas()) if native is not None else [],
+        "bfloat16_instructions": native is not None and native.active_isa() == "avx512"
+        and bool(native.bfloat16_instructions()),
         "openmp": bool(native.have_openmp()) if native is not None else False,
         "threads": get_num_threads(),
     }
