@@ -38,26 +38,43 @@ HALF_DTYPES = [np.float16] + ([BFLOAT16] if BFLOAT16 is not None else [])
 LENGTHS = list(range(1, 41)) + [255, 256, 257, 1000]  # every tail of 8- and 16-lane vectors
 
 
-def _paths() -> list:
-    """Each path the CPU has; where it has AVX512_BF16's conversions, the AVX-512 path also without them."""
+def _has_bfloat16_instructions() -> bool:
+    """Whether the CPU has AVX512_BF16's conversions (whether or not posenc uses them by default)."""
     native = _backend.native
     if native is None:
+        return False
+    previous = native.bfloat16_instructions()
+    try:
+        native.use_bfloat16_instructions(True)
+        return True
+    except ValueError:
+        return False
+    finally:
+        native.use_bfloat16_instructions(previous)
+
+
+HAS_BFLOAT16_INSTRUCTIONS = _has_bfloat16_instructions()
+
+
+def _paths() -> list:
+    """Each path the CPU has; where it has AVX512_BF16's conversions, the AVX-512 path with and without them."""
+    if _backend.native is None:
         return []
-    paths = list(native.available_isas())
-    if native.bfloat16_instructions():
-        paths.append("avx512-integer-bfloat16")
+    paths = list(_backend.native.available_isas())
+    if HAS_BFLOAT16_INSTRUCTIONS:
+        paths[paths.index("avx512"):] = ["avx512-bf16-instructions", "avx512-integer-bf16"]
     return paths
 
 
 @pytest.fixture(params=_paths() or None)
 def path(request: Any) -> Iterator[str]:
-    """Each instruction-set path the CPU has, selected on the compiled module directly
-    ("avx512-integer-bfloat16": the AVX-512 path rounding to bfloat16 with integer instructions
-    instead of AVX512_BF16's conversions, which flush subnormals and so must be skipped for them)."""
+    """Each instruction-set path the CPU has, selected on the compiled module directly; the
+    AVX-512 path rounding floats to bfloat16 with AVX512_BF16's conversions (which flush
+    subnormals, so vectors holding one must be left to the integer rounding) and without them."""
     native = _backend.native
     previous, bf16 = native.active_isa(), native.bfloat16_instructions()
     native.select_isa(request.param.split("-")[0])
-    native.use_bfloat16_instructions(bf16 and "-" not in request.param)
+    native.use_bfloat16_instructions(request.param.endswith("-instructions"))
     try:
         yield request.param
     finally:
@@ -162,8 +179,7 @@ def test_sums_are_rounded_once(path: str, dtype: Any) -> None:
         same_bits(out, round_once(exact, dtype))
 
 
-@pytest.mark.skipif(_backend.native is None or not _backend.native.bfloat16_instructions(),
-                    reason="the CPU has no AVX512_BF16 conversions")
+@pytest.mark.skipif(not HAS_BFLOAT16_INSTRUCTIONS, reason="the CPU has no AVX512_BF16 conversions")
 def test_bfloat16_instructions_give_the_integer_roundings_bits() -> None:
     """AVX512_BF16's conversions and the integer rounding store the same bits, NaN payloads and
     signs included (same_bits above lets NaNs differ), in sums, tables and rotations."""
@@ -179,23 +195,22 @@ def test_bfloat16_instructions_give_the_integer_roundings_bits() -> None:
         "apply_rope": lambda: posenc.apply_rope(x, positions=np.arange(64) * 1e4),
         "apply_rope interleaved": lambda: posenc.apply_rope(x, positions=np.arange(64) * 1e4, interleaved=True),
     }
-    previous = native.active_isa()
+    previous, bf16 = native.active_isa(), native.bfloat16_instructions()
     native.select_isa("avx512")
     try:
         for name, call in calls.items():
             with np.errstate(all="ignore"):
+                native.use_bfloat16_instructions(True)
                 fast = call()
                 native.use_bfloat16_instructions(False)
-                try:
-                    integer = call()
-                finally:
-                    native.use_bfloat16_instructions(True)
+                integer = call()
             differ = fast.view(np.uint16) != integer.view(np.uint16)
             assert not differ.any(), (f"{name}: {differ.sum()} values differ, first "
                                       f"{fast.view(np.uint16).reshape(-1)[differ.argmax()]:#06x} vs "
                                       f"{integer.view(np.uint16).reshape(-1)[differ.argmax()]:#06x}")
     finally:
         native.select_isa(previous)
+        native.use_bfloat16_instructions(bf16)
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)

@@ -95,7 +95,9 @@ std::atomic<int> g_active{static_cast<int>(g_best)};
 
 }  // namespace
 
-bool g_bfloat16_instructions = g_cpu_bfloat16;
+// On by default only where measured faster (lanes.hpp): Intel's CPUs; AMD's
+// have them (Zen 4 on) but were not measured.
+bool g_bfloat16_instructions = g_cpu_bfloat16 && !amd_cpu();
 
 void use_bfloat16_instructions(bool on) {
     if (on && !g_cpu_bfloat16) throw std::invalid_argument("this CPU has no AVX512_BF16 conversions");

@@ -59,7 +59,8 @@ constexpr int kOddBits = 16;
 // instruction for what the integer rounding below does in seven, but flush
 // subnormal floats to zero: a vector with one keeps the integer rounding. The
 // AVX-512 copy is built with them for every AVX-512 CPU, so they run only
-// where this one has them (bfloat16_instructions, cpu.cpp). Against the
+// where this one has them, and by default not on AMD's, where they were
+// never measured (bfloat16_instructions, cpu.cpp). Against the
 // integer rounding, bfloat16, Intel Xeon, medians of 25 calls, builds
 // alternated in separate processes, three pairs each, 1 / 2 threads: the
 // table [8192, 1024] 0.87-0.88 / 0.80-0.92x the time, embedding_add [4,
