@@ -179,7 +179,8 @@ def test_sums_are_rounded_once(path: str, dtype: Any) -> None:
         same_bits(out, round_once(exact, dtype))
 
 
-@pytest.mark.skipif(not HAS_BFLOAT16_INSTRUCTIONS, reason="the CPU has no AVX512_BF16 conversions")
+@pytest.mark.skipif(not HAS_BFLOAT16_INSTRUCTIONS or BFLOAT16 is None,
+                    reason="the CPU has no AVX512_BF16 conversions, or no bfloat16 dtype (ml_dtypes)")
 def test_bfloat16_instructions_give_the_integer_roundings_bits() -> None:
     """AVX512_BF16's conversions and the integer rounding store the same bits, NaN payloads and
     signs included (same_bits above lets NaNs differ), in sums, tables and rotations."""
