@@ -29,11 +29,11 @@ std::int64_t rows_ahead_bytes();
 bool learned_sum_prefetches();
 // Whether the AVX-512 copy rounds floats to bfloat16 with AVX512_BF16's
 // conversions (lanes.hpp): by default where the CPU has them and is not
-// AMD's (cpu.cpp). Tests turn them on and off
-// to check the integer rounding on the same CPU (std::invalid_argument when
-// turned on where the CPU lacks them), never while a kernel runs. A plain
-// flag: the kernels' vector loops read it, and as a relaxed atomic it made
-// the bfloat16 table no faster than without the conversions.
+// AMD's (cpu.cpp). Tests turn them on and off to check both roundings on the
+// same CPU (std::invalid_argument when turned on where the CPU lacks them),
+// never while a kernel runs. A plain flag: the kernels' vector loops read
+// it, and as a relaxed atomic it made the bfloat16 table no faster than
+// without the conversions.
 extern bool g_bfloat16_instructions;
 inline bool bfloat16_instructions() { return g_bfloat16_instructions; }
 void use_bfloat16_instructions(bool on);
