@@ -19,6 +19,7 @@ exact rounding computed here in Python integers.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from typing import Any, Iterator
@@ -66,20 +67,27 @@ def _paths() -> list:
     return paths
 
 
-@pytest.fixture(params=_paths() or None)
-def path(request: Any) -> Iterator[str]:
-    """Each instruction-set path the CPU has, selected on the compiled module directly; the
-    AVX-512 path rounding floats to bfloat16 with AVX512_BF16's conversions (which flush
-    subnormals, so vectors holding one must be left to the integer rounding) and without them."""
+@contextlib.contextmanager
+def on_path(name: str) -> Iterator[str]:
+    """A block on one of _paths(), selected on the compiled module directly; the AVX-512 path
+    rounding floats to bfloat16 with AVX512_BF16's conversions (which flush subnormals, so vectors
+    holding one must be left to the integer rounding) or without them."""
     native = _backend.native
     previous, bf16 = native.active_isa(), native.bfloat16_instructions()
-    native.select_isa(request.param.split("-")[0])
-    native.use_bfloat16_instructions(request.param.endswith("-instructions"))
+    native.select_isa(name.split("-")[0])
+    native.use_bfloat16_instructions(name.endswith("-instructions"))
     try:
-        yield request.param
+        yield name
     finally:
         native.select_isa(previous)
         native.use_bfloat16_instructions(bf16)
+
+
+@pytest.fixture(params=_paths() or None)
+def path(request: Any) -> Iterator[str]:
+    """Each instruction-set path the CPU has (on_path)."""
+    with on_path(request.param) as name:
+        yield name
 
 
 def round_bfloat16(values: np.ndarray) -> np.ndarray:
@@ -196,22 +204,16 @@ def test_bfloat16_instructions_give_the_integer_roundings_bits() -> None:
         "apply_rope": lambda: posenc.apply_rope(x, positions=np.arange(64) * 1e4),
         "apply_rope interleaved": lambda: posenc.apply_rope(x, positions=np.arange(64) * 1e4, interleaved=True),
     }
-    previous, bf16 = native.active_isa(), native.bfloat16_instructions()
-    native.select_isa("avx512")
-    try:
-        for name, call in calls.items():
-            with np.errstate(all="ignore"):
-                native.use_bfloat16_instructions(True)
+    for name, call in calls.items():
+        with np.errstate(all="ignore"):
+            with on_path("avx512-bf16-instructions"):
                 fast = call()
-                native.use_bfloat16_instructions(False)
+            with on_path("avx512-integer-bf16"):
                 integer = call()
-            differ = fast.view(np.uint16) != integer.view(np.uint16)
-            assert not differ.any(), (f"{name}: {differ.sum()} values differ, first "
-                                      f"{fast.view(np.uint16).reshape(-1)[differ.argmax()]:#06x} vs "
-                                      f"{integer.view(np.uint16).reshape(-1)[differ.argmax()]:#06x}")
-    finally:
-        native.select_isa(previous)
-        native.use_bfloat16_instructions(bf16)
+        differ = fast.view(np.uint16) != integer.view(np.uint16)
+        assert not differ.any(), (f"{name}: {differ.sum()} values differ, first "
+                                  f"{fast.view(np.uint16).reshape(-1)[differ.argmax()]:#06x} vs "
+                                  f"{integer.view(np.uint16).reshape(-1)[differ.argmax()]:#06x}")
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)

@@ -75,19 +75,19 @@ bool amd_cpu() {
 #endif
 }
 
-// Whether the CPU has AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5); its
-// conversions run only on the AVX-512 copy, so they also need that copy's state.
-bool detect_bfloat16_instructions() {
+// Whether the CPU has AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5).
+bool has_avx512_bf16() {
 #ifdef POSENC_X86
     unsigned eax, ebx, ecx, edx;
-    return detect_cpu() == Isa::avx512 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5));
+    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5));
 #else
     return false;
 #endif
 }
 
 const Isa g_cpu = detect_cpu();
-const bool g_cpu_bfloat16 = detect_bfloat16_instructions();
+// Its conversions run only in the AVX-512 copy, so they also need that copy's state.
+const bool g_cpu_bfloat16 = g_cpu == Isa::avx512 && has_avx512_bf16();
 const std::int64_t g_rows_ahead_bytes = amd_cpu() ? 16 * 1024 : 4 * 1024;  // prefetch.hpp says why
 const bool g_learned_sum_prefetches = !amd_cpu();                             // so does this
 const Isa g_best = widest_built(g_cpu);

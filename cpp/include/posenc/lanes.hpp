@@ -59,14 +59,14 @@ constexpr int kOddBits = 16;
 // instruction for what the integer rounding below does in seven, but flush
 // subnormal floats to zero: a vector with one keeps the integer rounding. The
 // AVX-512 copy is built with them for every AVX-512 CPU, so they run only
-// where this one has them, and by default not on AMD's, where they were
-// never measured (bfloat16_instructions, cpu.cpp). Against the
-// integer rounding, bfloat16, Intel Xeon, medians of 25 calls, builds
-// alternated in separate processes, three pairs each, 1 / 2 threads: the
-// table [8192, 1024] 0.87-0.88 / 0.80-0.92x the time, embedding_add [4,
-// 2048, 1024] 0.78-0.82 / 0.90-0.93x, add_alibi [1, 16, 1024, 1024]
-// 0.89-0.91 / 0.85-1.01x, GPT-J rotations 0.87-0.93 / ~1.0x; NeoX
-// rotations and add_sinusoidal within the noise (0.92-1.07x).
+// where this one has them, and by default not on AMD's, where they were never
+// measured (bfloat16_instructions, cpu.cpp). Against the integer rounding,
+// bfloat16, Intel Xeon, medians of 25 calls, builds alternated in separate
+// processes, three pairs each, 1 / 2 threads: the table [8192, 1024]
+// 0.87-0.88 / 0.80-0.92x the time, embedding_add [4, 2048, 1024] 0.78-0.82 /
+// 0.90-0.93x, add_alibi [1, 16, 1024, 1024] 0.89-0.91 / 0.85-1.01x, GPT-J
+// rotations 0.87-0.93 / 1.00-1.11x; NeoX rotations and add_sinusoidal within
+// the noise (0.92-1.07x).
 template <class V>
 POSENC_LANES_INLINE bool bfloat16_converts(V a, V b) {
     if constexpr (sizeof(V) == 64)
