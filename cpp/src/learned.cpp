@@ -37,10 +37,11 @@ inline void embed_row(const T* t, std::int64_t tcs, const T* x, std::int64_t xcs
 // block's rows added batch by batch (the same bits), took 1.24-1.35 ms
 // against 1.14 with x rewritten by one thread before each call (as the
 // bench restores it), 0.83-0.89 against 0.74-0.78 without; prefetching the
-// next position's table row as a position starts, 0.94-1.04x (noise). This
-// order reaches 0.73-0.75 of the pass back to back (the table adds an eighth
-// to the bytes), 0.61-0.66 after x is rewritten, and 0.62-0.71 with the
-// table also touched just before: its misses are not what is lost.
+// next position's table row as a position starts, 0.94-1.04x (0.97-0.98
+// back to back: not clearly faster). This order reaches 0.73-0.76 of the
+// pass back to back (the table adds an eighth to the bytes), 0.61-0.66
+// after x is rewritten, and 0.62-0.68 with the table also touched just
+// before: its misses are not what is lost.
 template <bool kAdd, class T>
 void run(const EmbeddingArgs& a, const T* x, const RowLayout* xl, T* out, const RowLayout& ol) {
     const std::int64_t total = ol.batches * a.rows;
