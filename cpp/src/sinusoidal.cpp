@@ -543,8 +543,9 @@ inline void table_row_ahead(const double* s, const double* c, std::int64_t half,
 // or prefetching the next pass's rows, slower still.
 // On the AVX-512 path of an Intel Xeon (512-bit FMAs in flight, 3.4 GHz by
 // a dependent imul chain beside them) the sum is bound by its arithmetic
-// as much as by memory. add_row_f32's loop on a row in L1 takes ~1.65 ns per
-// 16 floats, ~5.7 cycles, where its five 512-bit operations (two
+// as much as by memory. A standalone copy of add_row_f32's loop (g++ -O2,
+// intrinsics), on a row in L1, takes ~1.65 ns per 16 floats, ~5.7 cycles,
+// where its five 512-bit operations (two
 // conversions, each one on port 0 and one on port 5, and the FMA) need 5 on
 // the two ports that execute them; with the widening hoisted out (timing
 // only) ~1.15 ns. Fitted over batch counts at one thread on
