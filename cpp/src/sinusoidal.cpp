@@ -545,11 +545,11 @@ inline void table_row_ahead(const double* s, const double* c, std::int64_t half,
 // a dependent imul chain beside them) the sum is bound by its arithmetic
 // as much as by memory. A standalone copy of add_row_f32's loop (g++ -O2,
 // intrinsics), on a row in L1, takes ~1.65 ns per 16 floats, ~5.7 cycles,
-// where its five 512-bit operations (two
-// conversions, each one on port 0 and one on port 5, and the FMA) need 5 on
-// the two ports that execute them; with the widening hoisted out (timing
-// only) ~1.15 ns. Fitted over batch counts at one thread on
-// [b, 64, 1024] (in L2): 0.124 µs a batch row, 0.14 µs a position's
+// where its five 512-bit operations (two conversions, each one on port 0
+// and one on port 5, and the FMA) need 5 on the two ports that execute
+// them; with the widening hoisted out (timing only) ~1.15 ns. Fitted over
+// batch counts at one thread on [b, 64, 1024] (in L2): 0.124 µs a batch
+// row, 0.14 µs a position's
 // angles (the call's overhead included). At two threads on [4, 2048, 1024]
 // that is ~0.6 ms a thread, as long as the read-modify-write pass (0.56-0.65
 // ms), and the sum takes 0.74-0.88 ms: the two overlap only in part.
