@@ -75,6 +75,19 @@ bool amd_cpu() {
 #endif
 }
 
+// The CPU's family (CPUID leaf 1: the base family, plus the extended one
+// when the base is 0xf): AMD's Zen 3 and Zen 4 are 0x19, Zen 5 0x1a.
+unsigned cpu_family() {
+#ifdef POSENC_X86
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
+    const unsigned base = (eax >> 8) & 0xf;
+    return base == 0xf ? base + ((eax >> 20) & 0xff) : base;
+#else
+    return 0;
+#endif
+}
+
 // Whether the CPU has AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5).
 bool has_avx512_bf16() {
 #ifdef POSENC_X86
@@ -95,9 +108,10 @@ std::atomic<int> g_active{static_cast<int>(g_best)};
 
 }  // namespace
 
-// On by default only where measured faster (lanes.hpp): Intel's CPUs; AMD's
-// have them (Zen 4 on) but were not measured.
-bool g_bfloat16_instructions = g_cpu_bfloat16 && !amd_cpu();
+// On by default only where measured faster (lanes.hpp): Intel's CPUs and
+// AMD's Zen 4 (the first of AMD's to have them, family 0x19); Zen 5 has them
+// too but was not measured.
+bool g_bfloat16_instructions = g_cpu_bfloat16 && (!amd_cpu() || cpu_family() == 0x19);
 
 void use_bfloat16_instructions(bool on) {
     if (on && !g_cpu_bfloat16) throw std::invalid_argument("this CPU has no AVX512_BF16 conversions");

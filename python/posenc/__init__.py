@@ -77,7 +77,8 @@ def get_num_threads() -> int:
 def info() -> Dict[str, Any]:
     """What posenc runs on: version, ISA chosen and available, threads, backend, and whether
     bfloat16 results are rounded with AVX512_BF16's conversions (on the avx512 path of CPUs that
-    have them, AMD's excepted until measured there; the same bits either way).
+    have them and were measured faster with them: Intel's and AMD's Zen 4, not yet Zen 5; the same
+    bits either way).
 
     Examples
     --------

@@ -59,14 +59,18 @@ constexpr int kOddBits = 16;
 // instruction for what the integer rounding below does in seven, but flush
 // subnormal floats to zero: a vector with one keeps the integer rounding. The
 // AVX-512 copy is built with them for every AVX-512 CPU, so they run only
-// where this one has them, and by default not on AMD's, where they were never
-// measured (bfloat16_instructions, cpu.cpp). Against the integer rounding,
-// bfloat16, Intel Xeon, medians of 25 calls, builds alternated in separate
-// processes, three pairs each, 1 / 2 threads: the table [8192, 1024]
+// where this one has them, and by default only on the CPUs where they were
+// measured faster (bfloat16_instructions, cpu.cpp). Against the integer
+// rounding, bfloat16, Intel Xeon, medians of 25 calls, builds alternated in
+// separate processes, three pairs each, 1 / 2 threads: the table [8192, 1024]
 // 0.87-0.88 / 0.80-0.92x the time, embedding_add [4, 2048, 1024] 0.78-0.82 /
 // 0.90-0.93x, add_alibi [1, 16, 1024, 1024] 0.89-0.91 / 0.85-1.01x, GPT-J
 // rotations 0.87-0.93 / 1.00-1.11x; NeoX rotations and add_sinusoidal within
-// the noise (0.92-1.07x).
+// the noise (0.92-1.07x). On an AMD EPYC Zen 4 (medians of 25 calls, the two
+// switched every 25 calls in one process, three rounds, 1 / 2 threads): the
+// table 0.81-0.87 / 0.77-0.86x, embedding_add 0.70-0.73 / 0.89-0.96x,
+// add_alibi 0.65-0.87 / 0.87-0.90x, NeoX rotations 0.90-0.92 / 0.91-1.00x,
+// GPT-J 0.95-1.00 / 0.95-0.97x, add_sinusoidal 0.84-1.01 / 0.94-1.06x.
 template <class V>
 POSENC_LANES_INLINE bool bfloat16_converts(V a, V b) {
     if constexpr (sizeof(V) == 64)
