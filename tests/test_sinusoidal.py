@@ -12,7 +12,7 @@ from hypothesis import given, strategies as st
 import posenc
 from posenc import reference as ref
 
-from helpers import FLOAT_DTYPES, assert_close_to_float64, rand, strided_view
+from helpers import FLOAT_DTYPES, assert_bitwise_equal, assert_close_to_float64, rand, strided_view
 from hostile import BIG, SIZE_ERRORS, Spec, empty_of, finite_or_refused
 
 
@@ -212,6 +212,37 @@ def test_add_cached_frequencies_check_every_base():
         with pytest.raises(ValueError, match=r"x\.shape\[-1\] must be even"):
             posenc.add_sinusoidal(odd, base=base)
     assert not posenc._plans.sinusoidal.x_frequencies(8, 10000.0).flags.writeable
+
+
+@pytest.mark.parametrize("batches", [1, 2, 4, 5, 9])
+@pytest.mark.parametrize("dim", [2, 16, 30, 34, 96, 1026])
+def test_add_float32_interleaved_in_registers_or_in_memory(native_isa, batches, dim):
+    """The float32 sum of an interleaved row on the AVX-512 path interleaves each row's sines and cosines in
+    registers (where the CPU calls for it, up to 4 batches a row) or once in memory: the same bits either way,
+    within one rounding of float64 truth, at every vector tail and batch count, in place and into a new array."""
+    from posenc import _backend
+
+    native = _backend.native
+    rng = np.random.default_rng(dim * 10 + batches)
+    seq, offset, scale = 70, 1000, 0.75
+    x = rng.standard_normal((batches, seq, dim)).astype(np.float32)
+    exact = scale * x.astype(np.float64) + exact_table(offset + np.arange(seq, dtype=np.float64),
+                                                       ref.sinusoidal_frequencies(dim), True)
+    previous = native.sum_interleaves_in_registers()
+    results = []
+    try:
+        for on in (True, False):
+            native.use_sum_interleaves_in_registers(on)
+            got = posenc.add_sinusoidal(x, offset=offset, scale=scale)
+            inplace = x.copy()
+            assert posenc.add_sinusoidal(inplace, offset=offset, scale=scale, out=inplace) is inplace
+            assert_bitwise_equal(inplace, got)
+            results.append(got)
+    finally:
+        native.use_sum_interleaves_in_registers(previous)
+    assert native.sum_interleaves_in_registers() == previous
+    assert_bitwise_equal(results[0], results[1])
+    assert_close_to_float64(results[0], exact, angle_slack(offset + seq) * 2)
 
 
 def test_add_strided_views_of_a_fused_buffer(isa):

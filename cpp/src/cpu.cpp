@@ -113,6 +113,12 @@ std::atomic<int> g_active{static_cast<int>(g_best)};
 // too but was not measured.
 bool g_bfloat16_instructions = g_cpu_bfloat16 && (!amd_cpu() || cpu_family() == 0x19);
 
+// On where measured faster (sinusoidal.cpp): AMD's Zen 4 (family 0x19; the
+// flag acts only in the AVX-512 copy, which Zen 3, also 0x19, does not run).
+bool g_sum_interleaves_in_registers = amd_cpu() && cpu_family() == 0x19;
+
+void use_sum_interleaves_in_registers(bool on) { g_sum_interleaves_in_registers = on; }
+
 void use_bfloat16_instructions(bool on) {
     if (on && !g_cpu_bfloat16) throw std::invalid_argument("this CPU has no AVX512_BF16 conversions");
     g_bfloat16_instructions = on;
@@ -120,6 +126,7 @@ void use_bfloat16_instructions(bool on) {
 
 std::int64_t rows_ahead_bytes() { return g_rows_ahead_bytes; }
 bool learned_sum_prefetches() { return g_learned_sum_prefetches; }
+
 
 Isa active_isa() { return static_cast<Isa>(g_active.load(std::memory_order_relaxed)); }
 

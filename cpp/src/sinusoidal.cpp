@@ -25,6 +25,15 @@ namespace {
 // read-modify-write pass of the buffer before, 1.2-1.4x after; float64
 // 1.3x -> 1.25x). Contiguous rows only (encode_run, through in_pieces).
 
+// An encoding row as its sines s and cosines c: column j of an interleaved
+// row is s[j/2] (even j) or c[j/2], of a split row s[j] (c follows s).
+struct AngleRow {
+    const double* s;
+    const double* c;
+    bool interleaved;
+    double at(std::int64_t j) const { return !interleaved ? s[j] : j % 2 ? c[j / 2] : s[j / 2]; }
+};
+
 #if POSENC_HAVE_LANES
 // float32 on the AVX2 and AVX-512 paths: scale·x + v a register of doubles at
 // a time, as many floats widened and narrowed back, each load and store the
@@ -38,23 +47,59 @@ namespace {
 // calls. The same FMA and rounding as the plain loop, so the same bits.
 constexpr bool kFloatRowKernel = true;
 
-// out[j] = float(scale·x[j] + v[j]), j < n, prefetching next[0, n) (if not
-// null) a line per line added; x may be out.
-inline void add_row_f32(const double* __restrict v, std::int64_t n, double scale, const float* x, float* out,
+// out[j] = float(scale·x[j] + v.at(j)), j < n, prefetching next[0, n) (if
+// not null) a line per line added; x may be out. The row's doubles are read
+// as they lie (kPairs false: v.s, split or already interleaved) or
+// interleaved from v.s and v.c in registers (kPairs true).
+template <bool kPairs>
+inline void add_row_f32(const AngleRow& v, std::int64_t n, double scale, const float* x, float* out,
                         const float* next) {
-    constexpr std::int64_t kLine = kLineBytes / sizeof(float);
+    constexpr std::int64_t kLine = kLineBytes / sizeof(float), kUnit = 2 * kDoubleLanes;
     const DoubleReg s = splat_reg(scale);
     std::int64_t j = 0;
     for (; j + kLine <= n; j += kLine) {
         if (next) __builtin_prefetch(next + j, 1, 3);
-        for (std::int64_t k = 0; k < kLine; k += kDoubleLanes)
-            store_narrowed(out + j + k, fused_add(s, load_widened(x + j + k), load_reg(v + j + k)));
+        for (std::int64_t k = 0; k < kLine; k += kUnit) {
+            const std::int64_t i = j + k;
+            const Doubles<kUnit> vi =
+                kPairs ? interleave_doubles(v.s + i / 2, v.c + i / 2) : load_doubles<kUnit>(v.s + i);
+            store_narrowed(out + i, fused_add(s, load_widened(x + i), vi.r[0]));
+            store_narrowed(out + i + kDoubleLanes, fused_add(s, load_widened(x + i + kDoubleLanes), vi.r[1]));
+        }
     }
-    for (; j < n; ++j) out[j] = static_cast<float>(scale * static_cast<double>(x[j]) + v[j]);
+    for (; j < n; ++j) out[j] = static_cast<float>(scale * static_cast<double>(x[j]) + v.at(j));
 }
 #else
 constexpr bool kFloatRowKernel = false;
-inline void add_row_f32(const double*, std::int64_t, double, const float*, float*, const float*) {}
+template <bool kPairs>
+inline void add_row_f32(const AngleRow&, std::int64_t, double, const float*, float*, const float*) {}
+#endif
+
+// Whether float32 sums of interleaved rows may interleave in registers
+// (add_row_f32<true>), where the CPU calls for it (sum_interleaves_in_registers).
+// Interleaving a row's doubles once in memory and reading them back for every
+// batch costs a pass over the row a position; in registers, two shuffles per
+// 16 floats a batch instead. On the AVX-512 path of an AMD EPYC Zen 4 (two
+// threads, calls alternated with the other form and with a read-modify-write
+// pass of the buffer in one process, medians) the pass in memory took, as
+// multiples of the time in registers: [4, 2048, 1024] 1.03-1.09x with x
+// restored before each call (in registers 0.74-0.79 of the pass's speed),
+// 1.09-1.11x back to back (0.82), 1.06x at one thread; [2, 4096, 1024]
+// 1.14-1.17x; [1, 8192, 1024] 1.22x; [32, 256, 1024] 0.99-1.05x. But on [8, 512,
+// 768], in cache and bound by the arithmetic, 0.93-0.94x (the same code
+// against itself there: 0.97-1.00x): the shuffles are paid per batch, the
+// pass once per row, so rows added to more than kPairsInRegistersUpTo
+// batches keep the pass. Intel's AVX-512 cores run the shuffles on the port
+// two of the sum's five 512-bit operations per 16 floats already need (see
+// run, below): not measured there, so not used there; nor on Zen 5. On the
+// AVX2 path a pair of 256-bit registers takes four shuffles, and
+// interleaving in registers took 0.95-1.05x the time (Zen 3), so it keeps
+// the pass.
+constexpr std::int64_t kPairsInRegistersUpTo = 4;
+#if defined(__AVX512F__) && POSENC_VECTOR_BITS == 512
+constexpr bool kFloatPairsInRegisters = kFloatRowKernel;
+#else
+constexpr bool kFloatPairsInRegisters = false;
 #endif
 
 // out[j] = scale·x[j] + v[j], j < n, in double, rounded once. In place, out
@@ -73,15 +118,6 @@ inline void add_run(const double* __restrict v, std::int64_t n, double scale, co
         write_chunk(res, out + j0 * ocs, ocs, m);
     });
 }
-
-// An encoding row as its sines s and cosines c: column j of an interleaved
-// row is s[j/2] (even j) or c[j/2], of a split row s[j] (c follows s).
-struct AngleRow {
-    const double* s;
-    const double* c;
-    bool interleaved;
-    double at(std::int64_t j) const { return !interleaved ? s[j] : j % 2 ? c[j / 2] : s[j / 2]; }
-};
 
 // w[j] = float(v.at(j)), j < n.
 inline void float_row(const AngleRow& v, std::int64_t n, float* __restrict w) {
@@ -279,7 +315,7 @@ inline void encode_run(const double* __restrict v, std::int64_t n, double scale,
         return;
     }
     if constexpr (kFloatRowKernel && kContiguous && std::is_same<T, float>::value) {
-        add_row_f32(v, n, scale, x, out, next);
+        add_row_f32<false>(AngleRow{v, nullptr, false}, n, scale, x, out, next);
         return;
     }
     // float16/bfloat16 sums are bound by their conversions, not by memory:
@@ -595,6 +631,8 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     Scratch scratch(kPageDoubles + 2 * half + per_thread * threads);
     const AngleStep step = angle_step(a.inv_freq, half, a.rows, at_page_offset(scratch.data(), out_page + kStepAhead));
     const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
+    const bool float_pairs_in_registers = kFloatPairsInRegisters && kAdd && kInterleaved &&
+                                          std::is_same<T, float>::value && contiguous && sum_interleaves_in_registers();
     // A sum prefetches the row of x it visits rows_ahead_bytes() of rows
     // later, `ahead` visits on (a line per line added, prefetch.hpp). float64
     // rows, added in prefetched pieces (encode_run), prefetch the next row:
@@ -615,6 +653,7 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
         const std::int64_t b0 = ol.batches * slice / slices, b1 = ol.batches * (slice + 1) / slices;
         const std::int64_t r0 = block * kAnchorRows;
         const std::int64_t r1 = r0 + kAnchorRows < a.rows ? r0 + kAnchorRows : a.rows;
+        const bool pairs_in_registers = float_pairs_in_registers && b1 - b0 <= kPairsInRegistersUpTo;
         // A table's block of consecutive positions a few rows at a time,
         // its angles stepped in registers (table_block).
         if constexpr (kBlockTables<T> && !kAdd && kInterleaved) {
@@ -630,20 +669,19 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
             // The sum reads the encoding row in the output's layout, so
             // that adding it to each batch is an element-by-element pass:
             // the split row is the angle row itself; an interleaved one is
-            // built once per row and reused by every batch (interleaved in
-            // registers in every batch's pass instead, as add_exact does,
-            // float32 sums took 0.95-1.05x the time: AVX2 path, Zen 3,
-            // [4, 2048, 1024], 1 and 2 threads, builds in alternated processes;
-            // stepped and interleaved in one pass over the row instead of
-            // two, 1.00-1.05x: AVX-512 path, Intel Xeon, calls alternated).
-            // Contiguous float16/bfloat16 sums read the sines and cosines
-            // themselves (add_row_exact, add_row_float32_first: the row as
-            // floats) and need no interleaved doubles.
+            // built once per row and reused by every batch (stepped and
+            // interleaved in one pass over the row instead of two,
+            // 1.00-1.05x: AVX-512 path, Intel Xeon, calls alternated), except
+            // where float32 sums interleave in registers (pairs_in_registers,
+            // kFloatPairsInRegisters). Contiguous float16/bfloat16 sums read
+            // the sines and cosines themselves (add_row_exact,
+            // add_row_float32_first: the row as floats) and need no
+            // interleaved doubles.
             const AngleRow angle_row{angles.s(), angles.c(), kInterleaved};
             const bool narrow_row = kNarrowRows && contiguous;
             const double* pe = angles.s();
             if constexpr (kAdd && kInterleaved) {
-                if (!narrow_row) {
+                if (!narrow_row && !pairs_in_registers) {
 #pragma omp simd
                     for (std::int64_t i = 0; i < half; ++i) {
                         interleaved[2 * i] = angles.s()[i];
@@ -663,6 +701,12 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
                     const std::int64_t visit = (row - r0) * (b1 - b0) + (b - b0) + ahead;
                     const std::int64_t next_row = r0 + visit / (b1 - b0), next_b = b0 + visit % (b1 - b0);
                     const T* next = next_row < r1 ? x + xl->batch_offsets[next_b] + next_row * xl->row_stride : nullptr;
+                    if constexpr (kFloatPairsInRegisters && kInterleaved && std::is_same<T, float>::value) {
+                        if (pairs_in_registers) {
+                            add_row_f32<true>(angle_row, a.cols, scale, xi, o, next);
+                            continue;
+                        }
+                    }
 #if POSENC_HAVE_LANES
                     if constexpr (kNarrowRows) {
                         if (narrow_row) {
