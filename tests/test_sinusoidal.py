@@ -214,10 +214,11 @@ def test_add_cached_frequencies_check_every_base():
     assert not posenc._plans.sinusoidal.x_frequencies(8, 10000.0).flags.writeable
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("batches", [1, 2, 4, 5, 9])
 @pytest.mark.parametrize("dim", [2, 16, 30, 34, 96, 1026])
-def test_add_float32_interleaved_in_registers_or_in_memory(native_isa, batches, dim):
-    """The float32 sum of an interleaved row on the AVX-512 path interleaves each row's sines and cosines in
+def test_add_interleaved_in_registers_or_in_memory(native_isa, batches, dim, dtype):
+    """The float32/float64 sum of an interleaved row on the AVX-512 path interleaves each row's sines and cosines in
     registers (where the CPU calls for it, up to 4 batches a row) or once in memory: the same bits either way,
     within one rounding of float64 truth, at every vector tail and batch count, in place and into a new array."""
     from posenc import _backend
@@ -225,7 +226,7 @@ def test_add_float32_interleaved_in_registers_or_in_memory(native_isa, batches, 
     native = _backend.native
     rng = np.random.default_rng(dim * 10 + batches)
     seq, offset, scale = 70, 1000, 0.75
-    x = rng.standard_normal((batches, seq, dim)).astype(np.float32)
+    x = rng.standard_normal((batches, seq, dim)).astype(dtype)
     exact = scale * x.astype(np.float64) + exact_table(offset + np.arange(seq, dtype=np.float64),
                                                        ref.sinusoidal_frequencies(dim), True)
     previous = native.sum_interleaves_in_registers()

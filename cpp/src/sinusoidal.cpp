@@ -35,9 +35,10 @@ struct AngleRow {
 };
 
 #if POSENC_HAVE_LANES
-// float32 on the AVX2 and AVX-512 paths: scale·x + v a register of doubles at
-// a time, as many floats widened and narrowed back, each load and store the
-// width it needs (lanes.hpp). The plain loop (GCC vectorises it a full vector
+// float32 (and float64 interleaved in registers, below) on the AVX2 and
+// AVX-512 paths: scale·x + v a register of doubles at a time, as many
+// floats widened and narrowed back, each load and store the width it needs
+// (lanes.hpp). The plain loop (GCC vectorises it a full vector
 // of floats at a time) splits and joins the halves with an extract and an
 // insert, two more operations per vector on the shuffle port every
 // conversion uses: once the loads no longer wait on memory that was 15-20%
@@ -47,19 +48,20 @@ struct AngleRow {
 // calls. The same FMA and rounding as the plain loop, so the same bits.
 constexpr bool kFloatRowKernel = true;
 
-// out[j] = float(scale·x[j] + v.at(j)), j < n, prefetching next[0, n) (if
-// not null) a line per line added; x may be out. The row's doubles are read
-// as they lie (kPairs false: v.s, split or already interleaved) or
-// interleaved from v.s and v.c in registers (kPairs true).
-template <bool kPairs>
-inline void add_row_f32(const AngleRow& v, std::int64_t n, double scale, const float* x, float* out,
-                        const float* next) {
-    constexpr std::int64_t kLine = kLineBytes / sizeof(float), kUnit = 2 * kDoubleLanes;
+// out[j] = scale·x[j] + v.at(j), j < n, one FMA in double, rounded once to
+// T (float, or double as it is), prefetching next[0, n) (if not null) a line
+// per line added; x may be out. The row's doubles are read as they lie
+// (kPairs false: v.s, split or already interleaved) or interleaved from v.s
+// and v.c in registers (kPairs true).
+template <bool kPairs, class T>
+inline void add_row_lanes(const AngleRow& v, std::int64_t n, double scale, const T* x, T* out, const T* next) {
+    constexpr std::int64_t kUnit = 2 * kDoubleLanes, kLine = kLineBytes / static_cast<std::int64_t>(sizeof(T));
+    constexpr std::int64_t kStep = kUnit > kLine ? kUnit : kLine;  // whole units, whole lines
     const DoubleReg s = splat_reg(scale);
     std::int64_t j = 0;
-    for (; j + kLine <= n; j += kLine) {
-        if (next) __builtin_prefetch(next + j, 1, 3);
-        for (std::int64_t k = 0; k < kLine; k += kUnit) {
+    for (; j + kStep <= n; j += kStep) {
+        if (next) prefetch_lines(next + j, kStep * static_cast<std::int64_t>(sizeof(T)));
+        for (std::int64_t k = 0; k < kStep; k += kUnit) {
             const std::int64_t i = j + k;
             const Doubles<kUnit> vi =
                 kPairs ? interleave_doubles(v.s + i / 2, v.c + i / 2) : load_doubles<kUnit>(v.s + i);
@@ -67,39 +69,41 @@ inline void add_row_f32(const AngleRow& v, std::int64_t n, double scale, const f
             store_narrowed(out + i + kDoubleLanes, fused_add(s, load_widened(x + i + kDoubleLanes), vi.r[1]));
         }
     }
-    for (; j < n; ++j) out[j] = static_cast<float>(scale * static_cast<double>(x[j]) + v.at(j));
+    for (; j < n; ++j) out[j] = static_cast<T>(fused_step(scale, static_cast<double>(x[j]), v.at(j)));
 }
 #else
 constexpr bool kFloatRowKernel = false;
-template <bool kPairs>
-inline void add_row_f32(const AngleRow&, std::int64_t, double, const float*, float*, const float*) {}
+template <bool kPairs, class T>
+inline void add_row_lanes(const AngleRow&, std::int64_t, double, const T*, T*, const T*) {}
 #endif
 
-// Whether float32 sums of interleaved rows may interleave in registers
-// (add_row_f32<true>), where the CPU calls for it (sum_interleaves_in_registers).
-// Interleaving a row's doubles once in memory and reading them back for every
-// batch costs a pass over the row a position; in registers, two shuffles per
-// 16 floats a batch instead. On the AVX-512 path of an AMD EPYC Zen 4 (two
-// threads, calls alternated with the other form and with a read-modify-write
-// pass of the buffer in one process, medians) the pass in memory took, as
-// multiples of the time in registers: [4, 2048, 1024] 1.03-1.09x with x
-// restored before each call (in registers 0.74-0.79 of the pass's speed),
-// 1.09-1.11x back to back (0.82), 1.06x at one thread; [2, 4096, 1024]
-// 1.14-1.17x; [1, 8192, 1024] 1.22x; [32, 256, 1024] 0.99-1.05x. But on [8, 512,
-// 768], in cache and bound by the arithmetic, 0.93-0.94x (the same code
-// against itself there: 0.97-1.00x): the shuffles are paid per batch, the
-// pass once per row, so rows added to more than kPairsInRegistersUpTo
-// batches keep the pass. Intel's AVX-512 cores run the shuffles on the port
-// two of the sum's five 512-bit operations per 16 floats already need (see
-// run, below): not measured there, so not used there; nor on Zen 5. On the
-// AVX2 path a pair of 256-bit registers takes four shuffles, and
-// interleaving in registers took 0.95-1.05x the time (Zen 3), so it keeps
-// the pass.
+// Whether float32 and float64 sums of interleaved rows may interleave in
+// registers (add_row_lanes<true>), where the CPU calls for it
+// (sum_interleaves_in_registers). Interleaving a row's doubles once in
+// memory and reading them back for every batch costs a pass over the row a
+// position; in registers, two shuffles per 16 values a batch instead. On
+// the AVX-512 path of an AMD EPYC Zen 4 (two threads, calls alternated with
+// the other form and with a read-modify-write pass of the buffer in one
+// process, medians) the pass in memory took, as multiples of the time in
+// registers, float32 / float64: [4, 2048, 1024] 1.03-1.09 / 1.03-1.05x with
+// x restored before each call (float32 in registers at 0.69-0.79 of the
+// pass's speed), 1.09-1.13 / 1.05x back to back, 1.06 / 1.04x at one
+// thread; [2, 4096, 1024] 1.14-1.17 / 1.19x; [1, 8192, 1024] 1.22 / 1.28x;
+// float32 [32, 256, 1024] 0.99-1.05x; float64 [4, 512, 768] 1.09x. But
+// float32 on [8, 512, 768], in cache and bound by its arithmetic, took
+// 0.93-0.94x (the same code against itself there: 0.97-1.00x): the
+// shuffles are paid per batch, the pass once per row, so rows added to more
+// than kPairsInRegistersUpTo batches keep the pass. Intel's AVX-512 cores
+// run the shuffles on the port two of the float32 sum's five 512-bit
+// operations per 16 floats already need (see run, below): not measured
+// there, so not used there; nor on Zen 5. On the AVX2 path a pair of 256-bit
+// registers takes four shuffles, and interleaving in registers took
+// 0.95-1.05x the time (float32, Zen 3), so it keeps the pass.
 constexpr std::int64_t kPairsInRegistersUpTo = 4;
 #if defined(__AVX512F__) && POSENC_VECTOR_BITS == 512
-constexpr bool kFloatPairsInRegisters = kFloatRowKernel;
+constexpr bool kPairsInRegisters = kFloatRowKernel;
 #else
-constexpr bool kFloatPairsInRegisters = false;
+constexpr bool kPairsInRegisters = false;
 #endif
 
 // out[j] = scale·x[j] + v[j], j < n, in double, rounded once. In place, out
@@ -194,7 +198,7 @@ inline void add_row_exact(const AngleRow& v, std::int64_t n, double scale, const
 // lanes) fall back. bfloat16 sums took 0.56-0.69x the float64 sum's time
 // (one thread, [4, 2048, 1024], AVX-512, Intel; on Zen 5, with the float64
 // sum as add_exact, 0.55-0.59x).
-// A row prefetches a row added later, a line per line added as add_row_f32
+// A row prefetches a row added later, a line per line added as add_row_lanes
 // does: with it float16 sums took 0.89-0.92x their time without, bfloat16
 // ones 0.96-1.02x (AVX2 path, AMD EPYC Zen 3, 1 and 2 threads, alternated
 // calls); bfloat16 on the AVX-512 path of a Zen 5, 16 KiB ahead
@@ -315,7 +319,7 @@ inline void encode_run(const double* __restrict v, std::int64_t n, double scale,
         return;
     }
     if constexpr (kFloatRowKernel && kContiguous && std::is_same<T, float>::value) {
-        add_row_f32<false>(AngleRow{v, nullptr, false}, n, scale, x, out, next);
+        add_row_lanes<false>(AngleRow{v, nullptr, false}, n, scale, x, out, next);
         return;
     }
     // float16/bfloat16 sums are bound by their conversions, not by memory:
@@ -579,7 +583,7 @@ inline void table_row_ahead(const double* s, const double* c, std::int64_t half,
 // or prefetching the next pass's rows, slower still.
 // On the AVX-512 path of an Intel Xeon (512-bit FMAs in flight, 3.4 GHz by
 // a dependent imul chain beside them) the sum is bound by its arithmetic
-// as much as by memory. A standalone copy of add_row_f32's loop (g++ -O2,
+// as much as by memory. A standalone copy of add_row_lanes's float loop (g++ -O2,
 // intrinsics), on a row in L1, takes ~1.65 ns per 16 floats, ~5.7 cycles,
 // where its five 512-bit operations (two conversions, each one on port 0
 // and one on port 5, and the FMA) need 5 on the two ports that execute
@@ -631,8 +635,8 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     Scratch scratch(kPageDoubles + 2 * half + per_thread * threads);
     const AngleStep step = angle_step(a.inv_freq, half, a.rows, at_page_offset(scratch.data(), out_page + kStepAhead));
     const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
-    const bool float_pairs_in_registers = kFloatPairsInRegisters && kAdd && kInterleaved &&
-                                          std::is_same<T, float>::value && contiguous && sum_interleaves_in_registers();
+    const bool wide_pairs_in_registers = kPairsInRegisters && kAdd && kInterleaved && !kNarrowFormat<T> &&
+                                         contiguous && sum_interleaves_in_registers();
     // A sum prefetches the row of x it visits rows_ahead_bytes() of rows
     // later, `ahead` visits on (a line per line added, prefetch.hpp). float64
     // rows, added in prefetched pieces (encode_run), prefetch the next row:
@@ -653,7 +657,7 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
         const std::int64_t b0 = ol.batches * slice / slices, b1 = ol.batches * (slice + 1) / slices;
         const std::int64_t r0 = block * kAnchorRows;
         const std::int64_t r1 = r0 + kAnchorRows < a.rows ? r0 + kAnchorRows : a.rows;
-        const bool pairs_in_registers = float_pairs_in_registers && b1 - b0 <= kPairsInRegistersUpTo;
+        const bool pairs_in_registers = wide_pairs_in_registers && b1 - b0 <= kPairsInRegistersUpTo;
         // A table's block of consecutive positions a few rows at a time,
         // its angles stepped in registers (table_block).
         if constexpr (kBlockTables<T> && !kAdd && kInterleaved) {
@@ -672,8 +676,8 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
             // built once per row and reused by every batch (stepped and
             // interleaved in one pass over the row instead of two,
             // 1.00-1.05x: AVX-512 path, Intel Xeon, calls alternated), except
-            // where float32 sums interleave in registers (pairs_in_registers,
-            // kFloatPairsInRegisters). Contiguous float16/bfloat16 sums read
+            // where float32 and float64 sums interleave in registers
+            // (pairs_in_registers, kPairsInRegisters). Contiguous float16/bfloat16 sums read
             // the sines and cosines themselves (add_row_exact,
             // add_row_float32_first: the row as floats) and need no
             // interleaved doubles.
@@ -701,9 +705,9 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
                     const std::int64_t visit = (row - r0) * (b1 - b0) + (b - b0) + ahead;
                     const std::int64_t next_row = r0 + visit / (b1 - b0), next_b = b0 + visit % (b1 - b0);
                     const T* next = next_row < r1 ? x + xl->batch_offsets[next_b] + next_row * xl->row_stride : nullptr;
-                    if constexpr (kFloatPairsInRegisters && kInterleaved && std::is_same<T, float>::value) {
+                    if constexpr (kPairsInRegisters && kInterleaved && !kNarrowFormat<T>) {
                         if (pairs_in_registers) {
-                            add_row_f32<true>(angle_row, a.cols, scale, xi, o, next);
+                            add_row_lanes<true>(angle_row, a.cols, scale, xi, o, next);
                             continue;
                         }
                     }

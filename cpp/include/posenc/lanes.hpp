@@ -299,14 +299,18 @@ POSENC_LANES_INLINE __m128 odd_reg(DoubleReg d) {
 // Doubles per register, and that many floats widened from memory and
 // rounded back into it: each load and store the width it needs, where a
 // full vector of floats would be split and joined by a shuffle per register.
+// (Doubles load and store as they are, for loops written for both.)
 constexpr std::int64_t kDoubleLanes = static_cast<std::int64_t>(sizeof(DoubleReg) / sizeof(double));
 #if defined(__AVX512F__)
 POSENC_LANES_INLINE DoubleReg load_widened(const float* p) { return _mm512_cvtps_pd(_mm256_loadu_ps(p)); }
 POSENC_LANES_INLINE void store_narrowed(float* p, DoubleReg d) { _mm256_storeu_ps(p, _mm512_cvtpd_ps(d)); }
+POSENC_LANES_INLINE void store_narrowed(double* p, DoubleReg d) { _mm512_storeu_pd(p, d); }
 #else
 POSENC_LANES_INLINE DoubleReg load_widened(const float* p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
 POSENC_LANES_INLINE void store_narrowed(float* p, DoubleReg d) { _mm_storeu_ps(p, _mm256_cvtpd_ps(d)); }
+POSENC_LANES_INLINE void store_narrowed(double* p, DoubleReg d) { _mm256_storeu_pd(p, d); }
 #endif
+POSENC_LANES_INLINE DoubleReg load_widened(const double* p) { return load_reg(p); }
 
 // p[2k] = float(a[k]) and p[2k + 1] = float(b[k]), k < kDoubleLanes: both
 // rounded, then interleaved by one two-source shuffle (AVX-512) or two
