@@ -100,6 +100,17 @@ class AngleRows {
         return true;
     }
 
+    // Whether seek(row) would step the row held to `row` (rather than evaluate it).
+    bool steps_to_next(std::int64_t row) const {
+        return row == last_ + 1 && steps_to(row, position_at(positions_, row), position_);
+    }
+    // Records that the caller stepped the row held to `row` itself (as
+    // advance does: rotate_by_step on every frequency), in place of seek.
+    void stepped_to(std::int64_t row) {
+        last_ = row;
+        position_ = position_at(positions_, row);
+    }
+
     double* s() const { return row_; }
     double* c() const { return row_ + half_; }
     AngleStep step() const { return step_; }
