@@ -79,26 +79,24 @@ inline void add_row_lanes(const AngleRow&, std::int64_t, double, const T*, T*, c
 
 // Whether float32 and float64 sums of interleaved rows may interleave in
 // registers (add_row_lanes<true>), where the CPU calls for it
-// (sum_interleaves_in_registers). Interleaving a row's doubles once in
-// memory and reading them back for every batch costs a pass over the row a
-// position; in registers, two shuffles per 16 values a batch instead. On
-// the AVX-512 path of an AMD EPYC Zen 4 (two threads, calls alternated with
-// the other form and with a read-modify-write pass of the buffer in one
-// process, medians) the pass in memory took, as multiples of the time in
-// registers, float32 / float64: [4, 2048, 1024] 1.03-1.09 / 1.03-1.05x with
-// x restored before each call (float32 in registers at 0.69-0.79 of the
-// pass's speed), 1.09-1.13 / 1.05x back to back, 1.06 / 1.04x at one
-// thread; [2, 4096, 1024] 1.14-1.17 / 1.19x; [1, 8192, 1024] 1.22 / 1.28x;
-// float32 [32, 256, 1024] 0.99-1.05x; float64 [4, 512, 768] 1.09x. But
-// float32 on [8, 512, 768], in cache and bound by its arithmetic, took
-// 0.93-0.94x (the same code against itself there: 0.97-1.00x): the
-// shuffles are paid per batch, the pass once per row, so rows added to more
-// than kPairsInRegistersUpTo batches keep the pass. Intel's AVX-512 cores
-// run the shuffles on the port two of the float32 sum's five 512-bit
-// operations per 16 floats already need (see run, below): not measured
-// there, so not used there; nor on Zen 5. On the AVX2 path a pair of 256-bit
-// registers takes four shuffles, and interleaving in registers took
-// 0.95-1.05x the time (float32, Zen 3), so it keeps the pass.
+// (sum_interleaves_in_registers). Interleaving a row's doubles once in memory
+// and reading them back for every batch costs a pass over the row a position;
+// in registers, two shuffles per 16 values a batch instead. On the AVX-512
+// path of an AMD EPYC Zen 4 (two threads, calls of the two forms alternated in
+// one process, medians) the pass in memory took, as multiples of the time in
+// registers, float32 / float64: [4, 2048, 1024] 1.03-1.09 / 1.03-1.05x with x
+// restored before each call, 1.09-1.13 / 1.05x back to back, 1.06 / 1.04x at
+// one thread; [2, 4096, 1024] 1.14-1.17 / 1.19x; [1, 8192, 1024] 1.22 / 1.28x;
+// float32 [32, 256, 1024] 0.99-1.05x; float64 [4, 512, 768] 1.09x. But float32
+// on [8, 512, 768], in cache and bound by its arithmetic, took 0.93-0.94x (the
+// same code against itself there: 0.97-1.00x): the shuffles are paid per
+// batch, the pass once per row, so rows added to more than
+// kPairsInRegistersUpTo batches keep the pass. Intel's AVX-512 cores run the
+// shuffles on the port two of the float32 sum's five 512-bit operations per 16
+// floats already need (see run, below): not measured there, so not used there;
+// nor on Zen 5. On the AVX2 path a pair of 256-bit registers takes four
+// shuffles, and interleaving in registers took 0.95-1.05x the time (float32,
+// Zen 3), so it keeps the pass.
 constexpr std::int64_t kPairsInRegistersUpTo = 4;
 
 #if POSENC_HAVE_LANES
