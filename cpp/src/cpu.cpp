@@ -127,7 +127,6 @@ void use_bfloat16_instructions(bool on) {
 std::int64_t rows_ahead_bytes() { return g_rows_ahead_bytes; }
 bool learned_sum_prefetches() { return g_learned_sum_prefetches; }
 
-
 Isa active_isa() { return static_cast<Isa>(g_active.load(std::memory_order_relaxed)); }
 
 std::vector<Isa> available_isas() {

@@ -48,28 +48,43 @@ struct AngleRow {
 // calls. The same FMA and rounding as the plain loop, so the same bits.
 constexpr bool kFloatRowKernel = true;
 
-// out[j] = scale·x[j] + v.at(j), j < n, one FMA in double, rounded once to
-// T (float, or double as it is), prefetching next[0, n) (if not null) a line
-// per line added; x may be out. The row's doubles are read as they lie
-// (kPairs false: v.s, split or already interleaved) or interleaved from v.s
-// and v.c in registers (kPairs true).
-template <bool kPairs, class T>
-inline void add_row_lanes(const AngleRow& v, std::int64_t n, double scale, const T* x, T* out, const T* next) {
-    constexpr std::int64_t kUnit = 2 * kDoubleLanes, kLine = kLineBytes / static_cast<std::int64_t>(sizeof(T));
-    constexpr std::int64_t kStep = kUnit > kLine ? kUnit : kLine;  // whole units, whole lines
+// Doubles per unit of the sum's loop: two registers' worth.
+constexpr std::int64_t kRowUnit = 2 * kDoubleLanes;
+
+// out[j] = scale·x[j] + v(j), j < n, one FMA in double, rounded once to T
+// (float, or double as it is), prefetching next[0, n) (if not null) a line
+// per line added; x may be out. unit(i) gives the doubles v(i), ...,
+// v(i + kRowUnit - 1) for each whole unit in turn, at(j) v(j) for the
+// columns after them, in turn.
+template <class T, class Unit, class At>
+inline void add_row_units(std::int64_t n, double scale, const T* x, T* out, const T* next, Unit&& unit, At&& at) {
+    constexpr std::int64_t kLine = kLineBytes / static_cast<std::int64_t>(sizeof(T));
+    constexpr std::int64_t kStep = kRowUnit > kLine ? kRowUnit : kLine;  // whole units, whole lines
     const DoubleReg s = splat_reg(scale);
     std::int64_t j = 0;
     for (; j + kStep <= n; j += kStep) {
         if (next) prefetch_lines(next + j, kStep * static_cast<std::int64_t>(sizeof(T)));
-        for (std::int64_t k = 0; k < kStep; k += kUnit) {
+        for (std::int64_t k = 0; k < kStep; k += kRowUnit) {
             const std::int64_t i = j + k;
-            const Doubles<kUnit> vi =
-                kPairs ? interleave_doubles(v.s + i / 2, v.c + i / 2) : load_doubles<kUnit>(v.s + i);
+            const Doubles<kRowUnit> vi = unit(i);
             store_narrowed(out + i, fused_add(s, load_widened(x + i), vi.r[0]));
             store_narrowed(out + i + kDoubleLanes, fused_add(s, load_widened(x + i + kDoubleLanes), vi.r[1]));
         }
     }
-    for (; j < n; ++j) out[j] = static_cast<T>(fused_step(scale, static_cast<double>(x[j]), v.at(j)));
+    for (; j < n; ++j) out[j] = static_cast<T>(fused_step(scale, static_cast<double>(x[j]), at(j)));
+}
+
+// add_row_units of the row v, its doubles read as they lie (kPairs false:
+// v.s, split or already interleaved) or interleaved from v.s and v.c in
+// registers (kPairs true).
+template <bool kPairs, class T>
+inline void add_row_lanes(const AngleRow& v, std::int64_t n, double scale, const T* x, T* out, const T* next) {
+    add_row_units(
+        n, scale, x, out, next,
+        [&](std::int64_t i) POSENC_BLOCK_BODY {
+            return kPairs ? interleave_doubles(v.s + i / 2, v.c + i / 2) : load_doubles<kRowUnit>(v.s + i);
+        },
+        [&](std::int64_t j) { return v.at(j); });
 }
 #else
 constexpr bool kFloatRowKernel = false;
@@ -112,26 +127,22 @@ constexpr std::int64_t kPairsInRegistersUpTo = 4;
 template <class T>
 inline void step_and_add_row(double* s, double* c, AngleStep step, std::int64_t n, double scale, const T* x, T* out,
                              const T* next) {
-    constexpr std::int64_t kUnit = 2 * kDoubleLanes, kLine = kLineBytes / static_cast<std::int64_t>(sizeof(T));
-    constexpr std::int64_t kStep = kUnit > kLine ? kUnit : kLine;
-    const DoubleReg sc = splat_reg(scale);
-    std::int64_t j = 0;
-    for (; j + kStep <= n; j += kStep) {
-        if (next) prefetch_lines(next + j, kStep * static_cast<std::int64_t>(sizeof(T)));
-        for (std::int64_t k = 0; k < kStep; k += kUnit) {
-            const std::int64_t i = j + k, h = i / 2;
+    add_row_units(
+        n, scale, x, out, next,
+        [&](std::int64_t i) POSENC_BLOCK_BODY {
+            const std::int64_t h = i / 2;
             const DoubleReg s0 = load_reg(s + h), c0 = load_reg(c + h);
             const DoubleReg sw = load_reg(step.sin_w + h), cw = load_reg(step.cos_w + h);
             const DoubleReg s1 = fused_add(s0, cw, mul(c0, sw)), c1 = fused_sub(c0, cw, mul(s0, sw));
             store_narrowed(s + h, s1);
             store_narrowed(c + h, c1);
-            const Doubles<kUnit> vi = interleave_regs(s1, c1);
-            store_narrowed(out + i, fused_add(sc, load_widened(x + i), vi.r[0]));
-            store_narrowed(out + i + kDoubleLanes, fused_add(sc, load_widened(x + i + kDoubleLanes), vi.r[1]));
-        }
-    }
-    for (std::int64_t h = j / 2; h < n / 2; ++h) rotate_by_step(s[h], c[h], step.sin_w[h], step.cos_w[h]);
-    for (; j < n; ++j) out[j] = static_cast<T>(fused_step(scale, static_cast<double>(x[j]), j % 2 ? c[j / 2] : s[j / 2]));
+            return interleave_regs(s1, c1);
+        },
+        [&](std::int64_t j) {  // the columns after the units, from a sine's (n is even): a pair steps at its sine
+            if (j % 2) return c[j / 2];
+            rotate_by_step(s[j / 2], c[j / 2], step.sin_w[j / 2], step.cos_w[j / 2]);
+            return s[j / 2];
+        });
 }
 #endif
 #if defined(__AVX512F__) && POSENC_VECTOR_BITS == 512
@@ -716,10 +727,10 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
             // interleaved in one pass over the row instead of two,
             // 1.00-1.05x: AVX-512 path, Intel Xeon, calls alternated), except
             // where float32 and float64 sums interleave in registers
-            // (pairs_in_registers, kPairsInRegisters). Contiguous float16/bfloat16 sums read
-            // the sines and cosines themselves (add_row_exact,
-            // add_row_float32_first: the row as floats) and need no
-            // interleaved doubles.
+            // (pairs_in_registers, kPairsInRegisters). Contiguous
+            // float16/bfloat16 sums read the sines and cosines themselves
+            // (add_row_exact, add_row_float32_first: the row as floats) and
+            // need no interleaved doubles.
             const AngleRow angle_row{angles.s(), angles.c(), kInterleaved};
             const bool narrow_row = kNarrowRows && contiguous;
             const double* pe = angles.s();

@@ -25,10 +25,10 @@ void select_isa(const std::string& name);
 // How many bytes of rows ahead the sinusoidal sum prefetches, and whether the
 // learned table's sum prefetches the row it adds next: per-CPU choices made
 // once, like the ISA's (prefetch.hpp says why). So is whether the float32
-// sinusoidal sum of the AVX-512 copy interleaves each row's sines and
-// cosines in registers, batch by batch, rather than once per row in memory
-// (sinusoidal.cpp); tests switch that one both ways (the same bits either
-// way), never while a kernel runs.
+// and float64 sinusoidal sums of the AVX-512 copy interleave each row's
+// sines and cosines in registers, batch by batch, rather than once per row
+// in memory (sinusoidal.cpp); tests switch that one both ways (the same bits
+// either way), never while a kernel runs.
 std::int64_t rows_ahead_bytes();
 bool learned_sum_prefetches();
 extern bool g_sum_interleaves_in_registers;
@@ -38,9 +38,9 @@ void use_sum_interleaves_in_registers(bool on);
 // conversions (lanes.hpp): by default where the CPU has them and they were
 // measured faster (cpu.cpp). Tests turn them on and off to check both
 // roundings on the same CPU (std::invalid_argument when turned on where the
-// CPU lacks them), never while a kernel runs. A plain flag: the kernels' vector loops read
-// it, and as a relaxed atomic it made the bfloat16 table no faster than
-// without the conversions.
+// CPU lacks them), never while a kernel runs. A plain flag: the kernels'
+// vector loops read it, and as a relaxed atomic it made the bfloat16 table
+// no faster than without the conversions.
 extern bool g_bfloat16_instructions;
 inline bool bfloat16_instructions() { return g_bfloat16_instructions; }
 void use_bfloat16_instructions(bool on);
