@@ -214,36 +214,42 @@ def test_add_cached_frequencies_check_every_base():
     assert not posenc._plans.sinusoidal.x_frequencies(8, 10000.0).flags.writeable
 
 
+@pytest.mark.parametrize("where", ["offset", "runs", "half-steps"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("batches", [1, 2, 4, 5, 9])
 @pytest.mark.parametrize("dim", [2, 16, 30, 34, 96, 1026])
-def test_add_interleaved_in_registers_or_in_memory(native_isa, batches, dim, dtype):
+def test_add_interleaved_in_registers_or_in_memory(native_isa, batches, dim, dtype, where):
     """The float32/float64 sum of an interleaved row on the AVX-512 path interleaves each row's sines and cosines in
-    registers (where the CPU calls for it, up to 4 batches a row) or once in memory: the same bits either way,
-    within one rounding of float64 truth, at every vector tail and batch count, in place and into a new array."""
+    registers, its first batch stepping the angles (where the CPU calls for it, up to 4 batches a row), or once in
+    memory: the same bits either way, within one rounding of float64 truth, at every vector tail and batch count, in
+    place and into a new array; consecutive positions, runs of them broken by jumps and a repeat (each break
+    evaluated afresh, not stepped), and float positions a step apart."""
     from posenc import _backend
 
     native = _backend.native
     rng = np.random.default_rng(dim * 10 + batches)
     seq, offset, scale = 70, 1000, 0.75
     x = rng.standard_normal((batches, seq, dim)).astype(dtype)
-    exact = scale * x.astype(np.float64) + exact_table(offset + np.arange(seq, dtype=np.float64),
-                                                       ref.sinusoidal_frequencies(dim), True)
+    pos = {"offset": offset + np.arange(seq, dtype=np.float64),
+           "runs": np.r_[5:30, 1000:1020, 1019, 40:64].astype(np.float64),
+           "half-steps": 0.5 + np.arange(seq, dtype=np.float64)}[where]
+    kw = dict(offset=offset) if where == "offset" else dict(positions=pos)
+    exact = scale * x.astype(np.float64) + exact_table(pos, ref.sinusoidal_frequencies(dim), True)
     previous = native.sum_interleaves_in_registers()
     results = []
     try:
         for on in (True, False):
             native.use_sum_interleaves_in_registers(on)
-            got = posenc.add_sinusoidal(x, offset=offset, scale=scale)
+            got = posenc.add_sinusoidal(x, scale=scale, **kw)
             inplace = x.copy()
-            assert posenc.add_sinusoidal(inplace, offset=offset, scale=scale, out=inplace) is inplace
+            assert posenc.add_sinusoidal(inplace, scale=scale, out=inplace, **kw) is inplace
             assert_bitwise_equal(inplace, got)
             results.append(got)
     finally:
         native.use_sum_interleaves_in_registers(previous)
     assert native.sum_interleaves_in_registers() == previous
     assert_bitwise_equal(results[0], results[1])
-    assert_close_to_float64(results[0], exact, angle_slack(offset + seq) * 2)
+    assert_close_to_float64(results[0], exact, angle_slack(float(pos.max())) * 2)
 
 
 def test_add_strided_views_of_a_fused_buffer(isa):
