@@ -103,6 +103,8 @@ const Isa g_cpu = detect_cpu();
 const bool g_cpu_bfloat16 = g_cpu == Isa::avx512 && has_avx512_bf16();
 const std::int64_t g_rows_ahead_bytes = amd_cpu() ? 16 * 1024 : 4 * 1024;  // prefetch.hpp says why
 const bool g_learned_sum_prefetches = !amd_cpu();                             // so does this
+// AMD's family 0x19 with AVX-512: Zen 4 (Zen 3, also 0x19, has none).
+const bool g_zen4 = g_cpu == Isa::avx512 && amd_cpu() && cpu_family() == 0x19;
 const Isa g_best = widest_built(g_cpu);
 std::atomic<int> g_active{static_cast<int>(g_best)};
 
@@ -111,11 +113,11 @@ std::atomic<int> g_active{static_cast<int>(g_best)};
 // On by default only where measured faster (lanes.hpp): Intel's CPUs and
 // AMD's Zen 4 (the first of AMD's to have them, family 0x19); Zen 5 has them
 // too but was not measured.
-bool g_bfloat16_instructions = g_cpu_bfloat16 && (!amd_cpu() || cpu_family() == 0x19);
+bool g_bfloat16_instructions = g_cpu_bfloat16 && (!amd_cpu() || g_zen4);
 
-// On where measured faster (sinusoidal.cpp): AMD's Zen 4 (family 0x19; the
-// flag acts only in the AVX-512 copy, which Zen 3, also 0x19, does not run).
-bool g_sum_interleaves_in_registers = amd_cpu() && cpu_family() == 0x19;
+// On where measured faster (sinusoidal.cpp): AMD's Zen 4. The flag acts
+// only in the AVX-512 copy.
+bool g_sum_interleaves_in_registers = g_zen4;
 
 void use_sum_interleaves_in_registers(bool on) { g_sum_interleaves_in_registers = on; }
 

@@ -80,8 +80,7 @@ class AngleRows {
     // Makes the row hold the angles of `row`.
     void seek(std::int64_t row) {
         const double p = position_at(positions_, row);
-        const bool consecutive = row == last_ + 1 && steps_to(row, p, position_);
-        if (consecutive) advance();
+        if (steps_to_next(row)) advance();
         else sincos_scaled(p, inv_freq_, s(), c(), half_);
         last_ = row;
         position_ = p;
