@@ -25,6 +25,8 @@ PYBIND11_MODULE(_native, m) {
     m.def("use_bfloat16_instructions", &posenc::use_bfloat16_instructions, py::arg("on"));
     m.def("sum_interleaves_in_registers", &posenc::sum_interleaves_in_registers);
     m.def("use_sum_interleaves_in_registers", &posenc::use_sum_interleaves_in_registers, py::arg("on"));
+    m.def("prefetch_far_into_l2", &posenc::prefetch_far_into_l2);
+    m.def("use_prefetch_far_into_l2", &posenc::use_prefetch_far_into_l2, py::arg("on"));
     m.def("set_num_threads", &posenc::set_num_threads, py::arg("n"));
     m.def("get_num_threads", &posenc::num_threads);
     m.def("have_openmp", &posenc::have_openmp);

@@ -121,6 +121,12 @@ bool g_sum_interleaves_in_registers = g_zen4;
 
 void use_sum_interleaves_in_registers(bool on) { g_sum_interleaves_in_registers = on; }
 
+// On where measured faster (prefetch.hpp): AMD's Zen 4. Zen 5 and Intel's
+// CPUs were not measured with it.
+bool g_prefetch_far_into_l2 = g_zen4;
+
+void use_prefetch_far_into_l2(bool on) { g_prefetch_far_into_l2 = on; }
+
 void use_bfloat16_instructions(bool on) {
     if (on && !g_cpu_bfloat16) throw std::invalid_argument("this CPU has no AVX512_BF16 conversions");
     g_bfloat16_instructions = on;

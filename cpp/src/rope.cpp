@@ -487,13 +487,13 @@ void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::i
     const std::int64_t* oo = op.ol.offsets + g * op.units;
     const std::int64_t xr = op.xl.row_stride, orr = op.ol.row_stride, xs = op.xl.col_stride, os = op.ol.col_stride;
     const std::int64_t width = kInterleaved ? 2 * half : half;  // table row length
-    const std::int64_t bytes = op.cols * static_cast<std::int64_t>(sizeof(T));
+    const std::int64_t bytes = op.cols * static_cast<std::int64_t>(sizeof(T)), ahead = far_ahead_bytes<T>();
     auto one = [&](std::int64_t u, std::int64_t r) {
         const std::int64_t k = (r - r0) * width;
         // Vectors are visited in memory order (see below), so for the usual
-        // layouts a contiguous one's bytes a page ahead are those the next
-        // visits read and write (prefetch.hpp).
-        if (kContiguous) prefetch_lines(reinterpret_cast<const char*>(x + xo[u] + r * xr) + kAheadBytes, bytes);
+        // layouts a contiguous one's bytes a page (or more) ahead are those
+        // the next visits read and write (prefetch.hpp).
+        if (kContiguous) prefetch_far_lines<T>(reinterpret_cast<const char*>(x + xo[u] + r * xr) + ahead, bytes);
         rotate_vector<kInterleaved, kContiguous, kHalf>(x + xo[u] + r * xr, xs, o + oo[u] + r * orr, os, ct + k, st + k,
                                                         f.row(r - r0), half, op.cols, op.copy_tail);
     };

@@ -63,7 +63,7 @@ inline void add_row_units(std::int64_t n, double scale, const T* x, T* out, cons
     const DoubleReg s = splat_reg(scale);
     std::int64_t j = 0;
     for (; j + kStep <= n; j += kStep) {
-        if (next) prefetch_lines(next + j, kStep * static_cast<std::int64_t>(sizeof(T)));
+        if (next) prefetch_far_lines<T>(next + j, kStep * static_cast<std::int64_t>(sizeof(T)));
         for (std::int64_t k = 0; k < kStep; k += kRowUnit) {
             const std::int64_t i = j + k;
             const Doubles<kRowUnit> vi = unit(i);
@@ -221,7 +221,7 @@ inline void add_row_exact(const AngleRow& v, std::int64_t n, double scale, const
     constexpr std::int64_t kLine = kLineBytes / sizeof(T);
     std::int64_t j = 0;
     for (; j + kFullLanes <= n; j += kFullLanes) {
-        if (next && j % kLine == 0) __builtin_prefetch(next + j, 1, 3);
+        if (next && j % kLine == 0) prefetch_far_line<T>(next + j);
         add_exact(v, j, scale, x, out);
     }
     if (j < n) add_columns(v, j, n - j, scale, x, out);
@@ -282,7 +282,7 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
     const SumCheck check(scale);
     std::int64_t j = 0;
     for (; check.usable && j + kFullLanes <= n; j += kFullLanes) {
-        if (next && j % kLine == 0) __builtin_prefetch(next + j, 1, 3);
+        if (next && j % kLine == 0) prefetch_far_line<T>(next + j);
         const FullFloats xf = widen_full(x + j), wf = load_full(w + j);
         unsigned outside = 0;
         const FullFloats e = check.error(xf, wf, outside);
@@ -332,7 +332,7 @@ inline void add_row_pairs(const AngleRow& v, const float* __restrict w, std::int
     const SumCheck check(scale);
     std::int64_t j = 0;
     for (; check.usable && j + 2 * kN <= n; j += 2 * kN) {
-        if (next && j % kLine == 0) __builtin_prefetch(next + j, 1, 3);
+        if (next && j % kLine == 0) prefetch_far_line<bfloat16_t>(next + j);
         const Pairs p = load_pairs(x + j);
         const FullFloats u = firsts(p), t = seconds(p), wu = load_full(w + j), wt = load_full(w + j + kN);
         unsigned outside = 0;
@@ -374,7 +374,7 @@ inline void encode_run(const double* __restrict v, std::int64_t n, double scale,
         add_run<kContiguous>(v, n, scale, x, xcs, out, ocs);
         return;
     }
-    in_pieces<16, T>(n, next, [&](std::int64_t p0, std::int64_t pn) {
+    in_pieces<16, T, true>(n, next, [&](std::int64_t p0, std::int64_t pn) {
         add_run<true>(v + p0, pn, scale, x + p0, 1, out + p0, 1);
     });
 }

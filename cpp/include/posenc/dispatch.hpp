@@ -34,6 +34,14 @@ bool learned_sum_prefetches();
 extern bool g_sum_interleaves_in_registers;
 inline bool sum_interleaves_in_registers() { return g_sum_interleaves_in_registers; }
 void use_sum_interleaves_in_registers(bool on);
+// Whether the loops that prefetch far ahead of what they work on (the
+// rotation's page ahead, the sinusoidal sum's rows ahead) prefetch into L2
+// only, and the rotation 16 KiB ahead rather than 4 (prefetch.hpp): on where
+// measured faster (cpu.cpp). Switched for measurements, never while a kernel
+// runs; results are the same bits either way.
+extern bool g_prefetch_far_into_l2;
+inline bool prefetch_far_into_l2() { return g_prefetch_far_into_l2; }
+void use_prefetch_far_into_l2(bool on);
 // Whether the AVX-512 copy rounds floats to bfloat16 with AVX512_BF16's
 // conversions (lanes.hpp): by default where the CPU has them and they were
 // measured faster (cpu.cpp). Tests turn them on and off to check both

@@ -49,16 +49,65 @@ inline void prefetch_lines(const void* p, std::int64_t bytes) {
     for (std::int64_t b = 0; b < bytes; b += kLineBytes) __builtin_prefetch(c + b, 1, 3);
 }
 
+// Loops that prefetch far ahead of what they work on — the rotation a page
+// (or more) ahead, the sinusoidal sum whole rows ahead — ask with these. On
+// an AMD EPYC Zen 4, prefetching those lines into L1 (prefetcht0: the
+// copies are built without PREFETCHW, so a prefetch for writing is a read
+// prefetch into every level) left float32/float64 loops waiting on memory;
+// into L2 only (prefetcht2), and the rotation 16 KiB ahead instead of 4,
+// they were faster everywhere it was tried (prefetch_far_into_l2: on for
+// Zen 4 only, cpu.cpp). Time into L2 ÷ time into L1, the two switched
+// call by call in one process, medians, 2 / 1 threads: NeoX [1, 2048, 32,
+// 128] float32 0.89 / 0.77, float64 0.71 / 0.50; GPT-J float32 0.95 /
+// 0.90, float64 0.97 / 0.72; FLUX's apply_rope_nd [1, 4096, 24, 128]
+// float32 1.03 / 0.94; `add_sinusoidal` [4, 2048, 1024] float32 0.68-0.71
+// / 0.69-0.71, float64 0.74-0.76 / 0.59-0.65; on the AVX2 copy 0.63-0.94.
+// Into L1, the float64 NeoX rotation's time also depended on where in a
+// cache line the array started (3.1-6.5 ms at one thread, the AVX2 and
+// AVX-512 copies fastest at different offsets: the ISA axis's unexplained
+// gap); into L2, 2.8-3.1 ms at every offset on both. With a temporary
+// switch: into L2 at 4 KiB the rotation was slower than into L1 (1.11 /
+// 1.18, float32 GPT-J) and 8 KiB measured like 16; the relative adds'
+// page-ahead prefetch into L2 at 4-16 KiB took 0.94-1.05 / 1.02-1.26x the
+// time, so it stays in L1, as does the sinusoidal table's (no difference).
+// On an Intel Xeon the sum's rows prefetched into L2 took 1.05-1.12x the
+// time (sinusoidal.cpp), so there, and on CPUs not measured, far-ahead
+// lines go into L1. float16/bfloat16 loops wait on their conversions, not
+// on memory, and into L2 took 1.01-1.07x the time (rotations and sums, 1
+// and 2 threads): theirs go into L1 everywhere.
+template <class T>
+inline bool far_into_l2() { return sizeof(T) > 2 && prefetch_far_into_l2(); }
+
+// How far ahead the rotation prefetches rows of T.
+template <class T>
+inline std::int64_t far_ahead_bytes() { return far_into_l2<T>() ? 4 * kAheadBytes : kAheadBytes; }
+
+// Prefetches the line at p, or every line of the `bytes` bytes from p, for
+// a far-ahead loop over T.
+template <class T>
+inline void prefetch_far_line(const void* p) {
+    if (far_into_l2<T>()) __builtin_prefetch(p, 0, 1);
+    else __builtin_prefetch(p, 1, 3);
+}
+template <class T>
+inline void prefetch_far_lines(const void* p, std::int64_t bytes) {
+    if (!far_into_l2<T>()) return prefetch_lines(p, bytes);
+    const char* c = static_cast<const char*>(p);
+    for (std::int64_t b = 0; b < bytes; b += kLineBytes) __builtin_prefetch(c + b, 0, 1);
+}
+
 // piece(p0, pn) over columns [0, n) of a contiguous row of T, kLines cache
 // lines at a time, each piece first prefetching its counterpart in the
-// bytes from `ahead`: a prefetch inside the vectorised loop would keep it
-// scalar.
-template <std::int64_t kLines, class T, class Piece>
+// bytes from `ahead` (as far-ahead loops do when kFar): a prefetch inside
+// the vectorised loop would keep it scalar.
+template <std::int64_t kLines, class T, bool kFar = false, class Piece>
 inline void in_pieces(std::int64_t n, const void* ahead, Piece&& piece) {
     constexpr std::int64_t kSize = static_cast<std::int64_t>(sizeof(T)), kPiece = kLines * kLineBytes / kSize;
     for (std::int64_t p0 = 0; p0 < n; p0 += kPiece) {
         const std::int64_t pn = n - p0 < kPiece ? n - p0 : kPiece;
-        prefetch_lines(static_cast<const char*>(ahead) + p0 * kSize, pn * kSize);
+        const char* at = static_cast<const char*>(ahead) + p0 * kSize;
+        if (kFar) prefetch_far_lines<T>(at, pn * kSize);
+        else prefetch_lines(at, pn * kSize);
         piece(p0, pn);
     }
 }
