@@ -639,7 +639,8 @@ inline void table_row_ahead(const double* s, const double* c, std::int64_t half,
 // that is ~0.6 ms a thread, as long as the read-modify-write pass (0.56-0.65
 // ms), and the sum takes 0.74-0.88 ms: the two overlap only in part.
 // Prefetching the next row for reading into L2 instead (prefetcht1,
-// prefetcht2), one, two or four rows ahead, took 1.05-1.12x the time; for
+// prefetcht2), one, two or four rows ahead, took 1.05-1.12x the time there
+// (on a Zen 4 it was faster, and is used: prefetch.hpp); for
 // writing into L1 two rows ahead 1.03-1.06x, four 1.13-1.15x (calls
 // alternated with the pass, bests of 3 x 40, with and without x restored
 // before each call).
