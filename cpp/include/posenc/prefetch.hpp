@@ -63,7 +63,7 @@ inline void prefetch_lines(const void* p, std::int64_t bytes) {
 // float32 1.03 / 0.94; `add_sinusoidal` [4, 2048, 1024] float32 0.68-0.71
 // / 0.69-0.71, float64 0.74-0.76 / 0.59-0.65; on the AVX2 copy 0.63-0.94.
 // Into L1, the float64 NeoX rotation's time also depended on where in a
-// cache line the array started (3.1-6.5 ms at one thread, the AVX2 and
+// cache line the array started (3.1-7.8 ms at one thread, the AVX2 and
 // AVX-512 copies fastest at different offsets: the ISA axis's unexplained
 // gap); into L2, 2.8-3.1 ms at every offset on both. With a temporary
 // switch: into L2 at 4 KiB the rotation was slower than into L1 (1.11 /
@@ -73,7 +73,7 @@ inline void prefetch_lines(const void* p, std::int64_t bytes) {
 // On an Intel Xeon the sum's rows prefetched into L2 took 1.05-1.12x the
 // time (sinusoidal.cpp), so there, and on CPUs not measured, far-ahead
 // lines go into L1. float16/bfloat16 loops wait on their conversions, not
-// on memory, and into L2 took 1.01-1.07x the time (rotations and sums, 1
+// on memory, and into L2 took 0.99-1.07x the time (rotations and sums, 1
 // and 2 threads): theirs go into L1 everywhere.
 template <class T>
 inline bool far_into_l2() { return sizeof(T) > 2 && prefetch_far_into_l2(); }
