@@ -55,13 +55,15 @@ inline void prefetch_lines(const void* p, std::int64_t bytes) {
 // copies are built without PREFETCHW, so a prefetch for writing is a read
 // prefetch into every level) left float32/float64 loops waiting on memory;
 // into L2 only (prefetcht2), and the rotation 16 KiB ahead instead of 4,
-// they were faster everywhere it was tried (prefetch_far_into_l2: on for
-// Zen 4 only, cpu.cpp). Time into L2 ÷ time into L1, the two switched
-// call by call in one process, medians, 2 / 1 threads: NeoX [1, 2048, 32,
-// 128] float32 0.89 / 0.77, float64 0.71 / 0.50; GPT-J float32 0.95 /
-// 0.90, float64 0.97 / 0.72; FLUX's apply_rope_nd [1, 4096, 24, 128]
-// float32 1.03 / 0.94; `add_sinusoidal` [4, 2048, 1024] float32 0.68-0.71
-// / 0.69-0.71, float64 0.74-0.76 / 0.59-0.65; on the AVX2 copy 0.63-0.94.
+// they were faster in most of the cases tried and consistently slower in
+// none (prefetch_far_into_l2: on for Zen 4 only, cpu.cpp). Time into L2 ÷ time into L1, the two switched
+// call by call in one process (in alternating order in all but the first
+// of the runs), medians, 2 / 1 threads: NeoX [1, 2048, 32, 128] float32
+// 0.86-1.07 / 0.77-0.87 (five / two runs), float64 0.60-0.71 / 0.45-0.50;
+// GPT-J float32 0.93-1.04 / 0.90-0.94, float64 0.97 / 0.72 (one run);
+// FLUX's apply_rope_nd [1, 4096, 24, 128] float32 1.01-1.03 / 0.89-0.94;
+// `add_sinusoidal` [4, 2048, 1024] float32 0.67-0.71 / 0.69-0.82, float64
+// 0.68-0.76 / 0.59-0.65; on the AVX2 copy 0.63-0.94 (one run).
 // Into L1, the float64 NeoX rotation's time also depended on where in a
 // cache line the array started (3.1-7.8 ms at one thread, the AVX2 and
 // AVX-512 copies fastest at different offsets: the ISA axis's unexplained
@@ -73,8 +75,11 @@ inline void prefetch_lines(const void* p, std::int64_t bytes) {
 // On an Intel Xeon the sum's rows prefetched into L2 took 1.05-1.12x the
 // time (sinusoidal.cpp), so there, and on CPUs not measured, far-ahead
 // lines go into L1. float16/bfloat16 loops wait on their conversions, not
-// on memory, and into L2 took 0.99-1.07x the time (rotations and sums, 1
-// and 2 threads): theirs go into L1 everywhere.
+// on memory, and were no faster into L2 (0.99-1.07x the time, rotations and
+// sums, 1 and 2 threads, L2 always called first): theirs go into L1
+// everywhere. The learned table's sum, which prefetches nothing on AMD
+// CPUs (above), prefetching its next row into L2 on the Zen 4 took
+// 0.94-1.09x the time (float32, float64, alternating order): not adopted.
 template <class T>
 inline bool far_into_l2() { return sizeof(T) > 2 && prefetch_far_into_l2(); }
 
