@@ -32,7 +32,8 @@ pytestmark = pytest.mark.skipif(not NATIVE, reason="needs the compiled core")
 # posenc._native functions that are controls, not kernels.
 CONTROLS = {"active_isa", "available_isas", "select_isa", "set_num_threads", "get_num_threads", "have_openmp",
             "after_fork_in_child", "bfloat16_instructions", "use_bfloat16_instructions",
-            "sum_interleaves_in_registers", "use_sum_interleaves_in_registers"}
+            "sum_interleaves_in_registers", "use_sum_interleaves_in_registers", "prefetch_far_into_l2",
+            "use_prefetch_far_into_l2"}
 # Under the ASan job one fork test hung once (120 s timeout, not reproduced in 2 retries nor in
 # the plain build): a fork while an exiting OpenMP worker still frees memory can inherit ASan's
 # allocator lock held, which glibc's own malloc resets at fork and ASan's does not. The plain
