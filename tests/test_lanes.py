@@ -157,6 +157,12 @@ COMMON = [
     ("apply_rope", lambda: ((_array((5, 8), "float32", "c", 5),), dict(positions=np.array([[3, 1, 4, 1, 5]], np.uint8),
                                                                        seq_axis=-2, base=1e6, scaling=None))),
     ("apply_rope_qk", _rope_qk((1, 1, 32, 128), (1, 1, 8, 128), "float32", True, positions=np.array([[4000]]))),
+    # A batched decode step: a position per sequence ([batch, 1]), and a row per batch entry at any seq.
+    ("apply_rope", _in_place(_x((4, 1, 3, 16)), positions=np.array([[5], [900], [7], [2**40]]))),
+    ("apply_rope", lambda: ((_array((3, 2, 5, 8), "float64", "c", 12), np.arange(15).reshape(3, 5) * 31),
+                            dict(seq_axis=-2, interleaved=True))),
+    ("apply_rope_qk", _rope_qk((3, 1, 4, 16), (3, 1, 2, 16), "float16", True,
+                               positions=np.array([[9], [70000], [3]], np.int32))),
     ("apply_rope_qk", _rope_qk((2, 4, 6, 16), (2, 4, 2, 16), "float64", False, offset=9, xpos_center=0)),
     ("apply_rope_qk", _rope_qk((3, 4, 2, 8), (3, 4, 1, 8), "float16", True, seq_axis=-3, interleaved=True)),
     ("apply_rope_nd", _nd(_x((1, 16, 2, 16), seed=8), lambda: posenc.rope_grid_coords((1, 4, 4)), (4, 6, 6),
@@ -202,7 +208,7 @@ ODD_OFFSETS = [2**53, 2**53 - 1, -(2**53), True, np.int64(5), 5.0, 2**70]
 ODD_BASES = [1.0, -2.0, math.nan, math.inf, np.float64(1e4), 10**400, "1e4"]
 ODD_FLAGS = [np.bool_(True), 1, None]
 ODD_OUTS = ["other", "view"]
-ODD_POSITIONS = [">i8", "two-rows", "float", "list", "bool", "of x"]
+ODD_POSITIONS = [">i8", "two-rows", "three-rows", "float", "list", "bool", "of x"]
 ODD_EXTRAS = [{"rotary_dim": 4}, {"inv_freq": None}, {"mrope_interleaved": True}, {"attention_scaling": 1.0},
               {"bogus": 1}, {"scaling": {"rope_type": "linear", "factor": 2.0}}]
 ODD_OPERANDS = [dict(dtype="int32"), dict(dtype=">f4"), dict(layout="sliced"), dict(layout="unaligned"),
@@ -225,7 +231,8 @@ def _positions(choice: str, seq: int, x: Any = None) -> Any:
         return inside(x, np.arange(seq, dtype=np.int64))  # integer positions in x's first bytes
     return {"none": None, "int64": np.arange(seq), "int32-row": np.arange(seq, dtype=np.int32)[None],
             "uint8-strided": np.arange(2 * seq, dtype=np.uint8)[::2], ">i8": np.arange(seq, dtype=">i8"),
-            "two-rows": np.arange(2 * seq).reshape(2, seq), "float": np.arange(seq, dtype=np.float64),
+            "two-rows": np.arange(2 * seq).reshape(2, seq), "three-rows": np.arange(3 * seq).reshape(3, seq),
+            "float": np.arange(seq, dtype=np.float64),
             "list": list(range(seq)), "bool": np.ones(seq, bool)}.get(choice, ABSENT)
 
 

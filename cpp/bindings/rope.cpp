@@ -309,13 +309,15 @@ double largest_magnitude(const double* v, std::int64_t n) {
 }
 
 // A rotation's shared arguments where the lane takes them (the Python layer's `_common_case`): the default
-// frequencies of `base`, every feature of head_dim rotated, positions offset + arange(seq) or one integer
-// row ([seq] or [1, seq]: real_values) shared by the batch, everything else at its default.
+// frequencies of `base`, every feature of head_dim rotated, positions offset + arange(seq), one integer
+// row ([seq] or [1, seq]: real_values) shared by the batch, or one row per batch entry ([batch, seq],
+// batch > 1 the operands' axis 0: a batched decode step), everything else at its default.
 struct LaneAngles {
     py::ssize_t seq_axis = -3;  // as given: -3 or -2
     bool interleaved = false, inverse = false;
     double start = 0.0;
     bool given = false;  // positions given (else start + arange)
+    std::int64_t groups = 1;  // rows of positions given: > 1 when they follow the operands' axis 0
     std::vector<double> positions;
     PyObject* given_positions = nullptr;  // the caller's array (an exact ndarray) when given
     py::object freqs;  // held for the call: the memo may move on while the kernel runs without the GIL
@@ -324,6 +326,14 @@ struct LaneAngles {
     // the overlap, though the lane reads them first).
     bool apart_from(const py::array& written) const {
         return !given || lane::disjoint(written, py::reinterpret_borrow<py::array>(given_positions));
+    }
+
+    bool grouped() const { return groups > 1; }
+
+    // Whether an operand has the batch the positions' rows follow: with a row per batch
+    // entry, an axis 0 of that many before the sequence axis (the Python layer's `_rows`).
+    bool fits(const py::array& x) const {
+        return !grouped() || (x.ndim() + seq_axis > 0 && x.shape(0) == groups);
     }
 
     RopeArgs args(const GroupedRows& x) const {
@@ -350,8 +360,13 @@ bool lane_angles(PyObject* const* v, const py::array& x, LaneAngles& a) {
         if (!lane::exact_positions(*offset, seq)) return false;
         a.start = static_cast<double>(*offset);
     } else {
-        a.positions.resize(static_cast<std::size_t>(seq));
-        if (*offset != 0 || !real_values(v[kPositions], 1, seq, false, a.positions.data())) return false;
+        // One row, or a row per batch entry (fits() checks the operands' batch).
+        if (lane::is_array(v[kPositions])) {
+            const auto p = py::reinterpret_borrow<py::array>(v[kPositions]);
+            a.groups = p.ndim() == 2 && p.shape(0) > 1 ? p.shape(0) : 1;
+        }
+        a.positions.resize(static_cast<std::size_t>(a.groups * seq));
+        if (*offset != 0 || !real_values(v[kPositions], a.groups, seq, false, a.positions.data())) return false;
         a.given = true;
         a.given_positions = v[kPositions];
     }
@@ -368,12 +383,13 @@ py::object lane_apply_rope(py::handle args, py::handle kwargs) {
     const auto x = apply_rope_signature().bind(args, kwargs, v) ? lane::float_array(v[0]) : std::nullopt;
     LaneAngles angles;
     PyObject* out = v[kShared + 1];
-    if (!x || !lane_angles(v + 1, x->array, angles) ||
+    if (!x || !lane_angles(v + 1, x->array, angles) || !angles.fits(x->array) ||
         !(lane::is_none(out) || (lane::in_place(out, x->array) && angles.apart_from(x->array))))
         return py::none();
     try {
         py::array dest = lane::is_none(out) ? lane::result_like(x->array) : x->array;
-        const Operand a = operand_of(x->array, dest, x->dtype, x->array.ndim() + angles.seq_axis, false, "x", "out");
+        const Operand a = operand_of(x->array, dest, x->dtype, x->array.ndim() + angles.seq_axis, angles.grouped(),
+                                     "x", "out");
         rotate(angles.args(a.x), a, std::nullopt, x->dtype);
         return lane::own(dest);
     } catch (const std::exception&) {  // a check the lane missed: nothing was written, the Python layer decides
@@ -388,7 +404,8 @@ py::object lane_apply_rope_qk(py::handle args, py::handle kwargs) {
     const bool bound = apply_rope_qk_signature().bind(args, kwargs, v);
     const auto q = bound ? lane::float_array(v[0]) : std::nullopt, k = bound ? lane::float_array(v[1]) : std::nullopt;
     LaneAngles angles;
-    if (!q || !k || q->dtype != k->dtype || q->array.ndim() != k->array.ndim() || !lane_angles(v + 2, q->array, angles))
+    if (!q || !k || q->dtype != k->dtype || q->array.ndim() != k->array.ndim() || !lane_angles(v + 2, q->array, angles) ||
+        !angles.fits(q->array) || !angles.fits(k->array))
         return py::none();
     const py::array &qa = q->array, &ka = k->array;
     const py::ssize_t nd = qa.ndim();
@@ -404,9 +421,10 @@ py::object lane_apply_rope_qk(py::handle args, py::handle kwargs) {
         py::array dest_q = lane::is_none(out_q) ? lane::result_like(qa) : qa;
         std::optional<py::array> dest_k(lane::is_none(out_k) ? lane::result_like(ka) : ka);
         const py::ssize_t seq_axis = nd + angles.seq_axis;
-        const Operand a = operand_of(qa, dest_q, q->dtype, seq_axis, false, "q", "out_q");
+        const Operand a = operand_of(qa, dest_q, q->dtype, seq_axis, angles.grouped(), "q", "out_q");
         const RopeArgs rope = angles.args(a.x);
-        rotate(rope, a, second_of(a, q->dtype, std::optional<py::array>(ka), dest_k, seq_axis, false, rope.half),
+        rotate(rope, a,
+               second_of(a, q->dtype, std::optional<py::array>(ka), dest_k, seq_axis, angles.grouped(), rope.half),
                q->dtype);
         return py::make_tuple(dest_q, *dest_k);
     } catch (const std::exception&) {
