@@ -249,7 +249,7 @@ def test_add_interleaved_in_registers_or_in_memory(native_isa, batches, dim, dty
         native.use_sum_interleaves_in_registers(previous)
     assert native.sum_interleaves_in_registers() == previous
     assert_bitwise_equal(results[0], results[1])
-    assert_close_to_float64(results[0], exact, angle_slack(float(pos.max())) * 2)
+    assert_close_to_float64(results[0], exact, angle_slack(float(pos.max())))
 
 
 def test_add_strided_views_of_a_fused_buffer(isa):
