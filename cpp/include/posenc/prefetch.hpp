@@ -43,10 +43,12 @@ constexpr std::int64_t kLineBytes = 64;
 // 0.72-0.76x the time, float16 0.78-0.85 / 0.74-0.83x, bfloat16 0.70-0.91 /
 // 0.65-0.87x, float64 0.90-0.97 / 0.89-1.01x.
 
-// Prefetches for writing every line of the `bytes` bytes from p.
+// Prefetches every line of the `bytes` bytes from p: for writing, into L1
+// unless told otherwise (__builtin_prefetch's rw and locality).
+template <int kWrite = 1, int kLocality = 3>
 inline void prefetch_lines(const void* p, std::int64_t bytes) {
     const char* c = static_cast<const char*>(p);
-    for (std::int64_t b = 0; b < bytes; b += kLineBytes) __builtin_prefetch(c + b, 1, 3);
+    for (std::int64_t b = 0; b < bytes; b += kLineBytes) __builtin_prefetch(c + b, kWrite, kLocality);
 }
 
 // Loops that prefetch far ahead of what they work on — the rotation a page
@@ -100,9 +102,8 @@ inline void prefetch_far_line(const void* p) {
 }
 template <class T>
 inline void prefetch_far_lines(const void* p, std::int64_t bytes) {
-    if (!far_into_l2<T>()) return prefetch_lines(p, bytes);
-    const char* c = static_cast<const char*>(p);
-    for (std::int64_t b = 0; b < bytes; b += kLineBytes) __builtin_prefetch(c + b, 0, 1);
+    if (far_into_l2<T>()) prefetch_lines<0, 1>(p, bytes);
+    else prefetch_lines(p, bytes);
 }
 
 // piece(p0, pn) over columns [0, n) of a contiguous row of T, kLines cache
