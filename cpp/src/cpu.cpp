@@ -105,6 +105,7 @@ const std::int64_t g_rows_ahead_bytes = amd_cpu() ? 16 * 1024 : 4 * 1024;  // pr
 const bool g_learned_sum_prefetches = !amd_cpu();                             // so does this
 // AMD's family 0x19 with AVX-512: Zen 4 (Zen 3, also 0x19, has none).
 const bool g_zen4 = g_cpu == Isa::avx512 && amd_cpu() && cpu_family() == 0x19;
+const bool g_relative_adds_prefetch = !g_zen4;  // relative.cpp says why
 const Isa g_best = widest_built(g_cpu);
 std::atomic<int> g_active{static_cast<int>(g_best)};
 
@@ -134,6 +135,7 @@ void use_bfloat16_instructions(bool on) {
 
 std::int64_t rows_ahead_bytes() { return g_rows_ahead_bytes; }
 bool learned_sum_prefetches() { return g_learned_sum_prefetches; }
+bool relative_adds_prefetch() { return g_relative_adds_prefetch; }
 
 Isa active_isa() { return static_cast<Isa>(g_active.load(std::memory_order_relaxed)); }
 

@@ -60,7 +60,15 @@ inline bool rows_follow(const RowLayout& l, std::int64_t rows, std::int64_t cols
 // thread against a read-modify-write pass of the same buffer: float32 Swin
 // windows [256, 4, 144, 144] (85 MB) 1.4x with the hardware prefetchers
 // alone, 1.05x with this; float64 1.3x -> 1.05x; [64, 4, 144, 144] and
-// [1, 16, 1024, 1024] unchanged within the noise (1.1-1.3x).
+// [1, 16, 1024, 1024] unchanged within the noise (1.1-1.3x). On an AMD EPYC
+// Zen 4 the hardware prefetchers do better alone (relative_adds_prefetch:
+// off there, cpu.cpp). add_alibi without it ÷ with it, the two switched call
+// by call in one process (alternating order, medians of 20), 2 / 1 threads:
+// [1, 16, 1024, 1024] float32 0.88-0.91 / 0.76-0.78 (then at the
+// read-modify-write pass's time, 1.02-1.06 / 1.07-1.11), float64 0.77-0.86 /
+// 0.66, float16 0.95 / 0.99, bfloat16 0.95 / 0.93; windows
+// [256, 4, 144, 144] 0.90-1.00 / 0.92-1.05 over the four formats, and
+// [64, 4, 144, 144] 0.93-1.01 (float64 0.99-1.09).
 template <class T>
 inline void prefetch_ahead(const T* x, std::int64_t n, std::int64_t left) {
     const std::int64_t size = static_cast<std::int64_t>(sizeof(T));
@@ -90,11 +98,11 @@ void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_
     const T* x = static_cast<const T*>(x_v);
     T* out = static_cast<T*>(out_v);
     const bool contiguous = xl.col_stride == 1 && ol.col_stride == 1;
-    const bool follow = rows_follow(xl, a.rows, a.cols);
+    const bool prefetch = relative_adds_prefetch() && rows_follow(xl, a.rows, a.cols);
     for_each_row(a, ol.batches, sizeof(T), [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t left) {
         const T* bias = reinterpret_cast<const T*>(lut_row(a, sizeof(T), h, i));
         const T* xi = x + xl.batch_offsets[b] + i * xl.row_stride;
-        if (follow) prefetch_ahead(xi, a.cols, left);
+        if (prefetch) prefetch_ahead(xi, a.cols, left);
         T* oi = out + ol.batch_offsets[b] + i * ol.row_stride;
         // x and out are either the same memory or disjoint (the Python layer refuses partial overlap).
         // The contiguous case is its own instantiation, compiled without strides.
