@@ -620,6 +620,41 @@ def test_alibi_add_binding_checks_what_it_is_given(isa):
     same_bits(scores, ref.add_alibi(np.full((2, 3, 4), 7, np.float32), offset=1, symmetric=True))
 
 
+def test_bucket_rows_binding_checks_what_it_is_given(isa):
+    """native.bucket_rows (T5's lookup rows: table[buckets[m], h] as row h) gathers from any strides and
+    refuses a bucket outside the table, which it would otherwise read out of bounds."""
+    native = posenc._backend.native
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    buckets = np.array([3, 0, 0, 2, 1], np.int32)
+    for t in (table, negative_strides(table), stepped(table), np.asfortranarray(table)):
+        rows = native.bucket_rows(t, buckets)
+        assert rows.flags.c_contiguous and rows.dtype == t.dtype
+        same_bits(rows, table[buckets].T)
+    for bad in (-1, 4, 2**31 - 1):
+        with pytest.raises(ValueError, match="outside the table"):
+            native.bucket_rows(table, np.array([0, bad], np.int32))
+    with pytest.raises(TypeError, match="int32"):
+        native.bucket_rows(table, buckets.astype(np.int64))
+    with pytest.raises(TypeError, match="int32"):
+        native.bucket_rows(table, np.stack([buckets, buckets]))
+    with pytest.raises(ValueError, match=r"\[num_buckets, heads\]"):
+        native.bucket_rows(table[0], buckets)
+    with pytest.raises(ValueError, match="aligned"):
+        native.bucket_rows(misaligned(table), buckets)
+    same_bits(native.bucket_rows(table, buckets[:0]), np.zeros((3, 0), np.float32))
+
+
+def test_t5_bias_reads_the_table_at_every_call(isa):
+    """The executors keep lookup rows of buckets between calls, never the table's values: a table changed in
+    place between two calls of the same shape is what the second call adds."""
+    table = np.zeros((32, 2), np.float32)
+    scores = np.zeros((2, 3, 5), np.float32)
+    same_bits(posenc.add_t5_bias(scores, table, offset=2), scores)
+    table[...] = np.arange(64, dtype=np.float32).reshape(32, 2)
+    same_bits(posenc.add_t5_bias(scores, table, offset=2), ref.add_t5_bias(scores, table, offset=2))
+    same_bits(posenc.t5_bias(table, 3, 5, offset=2), ref.t5_bias(table, 3, 5, offset=2))
+
+
 # ---------------------------------------------------------------- positions and Shaw embeddings
 
 @given(q=st.integers(0, 50), k=st.integers(0, 50), offset=st.integers(-2**40, 2**40),

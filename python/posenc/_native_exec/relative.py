@@ -2,8 +2,8 @@
 
 Every output of the family depends on the distance ``j - (offset + i)``
 only. Each executor builds one lookup row ("lut") per head holding the value
-of each of the block's ``q_len + k_len - 1`` distances (NumPy,
-O(heads·(q+k)) work); the kernels stream the ``[..., q, k]`` rows out of it,
+of each of the block's ``q_len + k_len - 1`` distances (NumPy, and the
+binding ``bucket_rows`` for T5's biases; O(heads·(q+k)) work); the kernels stream the ``[..., q, k]`` rows out of it,
 row ``i`` being the slice ``lut[q_len-1-i : q_len-1-i+k_len]``
 (``toeplitz_copy``), or add them to attention scores (``toeplitz_add``). No
 logarithm is evaluated per element and no index matrix is built.
@@ -89,6 +89,25 @@ def _buckets(distance: np.ndarray, t5: T5Bucketing) -> np.ndarray:
     return buckets
 
 
+# Lookup rows of buckets up to this long are kept (at most 16 of them, 4 MiB): every layer of a T5 model
+# asks for the same row, and rebuilding it cost ~80 µs a call right after a large add.
+_CACHED_BUCKET_ROW = 2**16
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_bucket_row(first: int, length: int, t5: T5Bucketing) -> np.ndarray:
+    row = _buckets(np.arange(first, first + length, dtype=np.int64), t5)
+    row.flags.writeable = False
+    return row
+
+
+def _bucket_row(grid: DistanceGrid, t5: T5Bucketing) -> np.ndarray:
+    """int32 bucket of each lookup-row entry (read-only; kept for rows up to _CACHED_BUCKET_ROW long)."""
+    if grid.length <= _CACHED_BUCKET_ROW:
+        return _cached_bucket_row(grid.first, grid.length, t5)
+    return _buckets(_distances(grid), t5)
+
+
 def _alibi_lut(slopes: np.ndarray, grid: DistanceGrid, symmetric: bool, dtype: np.dtype) -> np.ndarray:
     """[heads, length]: slope_h·d (or -slope_h·|d|) of each distance, in float64 rounded once to ``dtype``."""
     d = _distances(grid)
@@ -145,20 +164,22 @@ def t5_bucket(plan: T5BucketOf) -> Any:
 
 @_api.native(T5BucketBlock)
 def t5_buckets(plan: T5BucketBlock) -> Any:
-    lut = _buckets(_distances(plan.grid), plan.t5)[None, :]
+    lut = _bucket_row(plan.grid, plan.t5)[None, :]
     return _stream(plan.out, (plan.grid.q_len, plan.grid.k_len), np.dtype(np.int32), lut)
 
 
 @_api.native(T5Bias)
 def t5_bias(plan: T5Bias) -> Any:
-    lut = np.ascontiguousarray(plan.table[_buckets(_distances(plan.grid), plan.t5)].T)
+    lut = native.bucket_rows(aligned(plan.table), _bucket_row(plan.grid, plan.t5))
     return _stream(plan.out, (plan.table.shape[1], plan.grid.q_len, plan.grid.k_len), plan.table.dtype, lut)
 
 
 @_api.native(T5BiasAdd)
 def add_t5_bias(plan: T5BiasAdd) -> Any:
-    table = round_once(plan.table.astype(np.float64), plan.scores.dtype)  # the bias in the scores' dtype
-    return _add(plan.scores, plan.out, np.ascontiguousarray(table[_buckets(_distances(plan.grid), plan.t5)].T))
+    table = plan.table  # the bias in the scores' dtype: rounded once unless it has it already
+    if table.dtype != plan.scores.dtype:
+        table = round_once(table.astype(np.float64), plan.scores.dtype)
+    return _add(plan.scores, plan.out, native.bucket_rows(aligned(table), _bucket_row(plan.grid, plan.t5)))
 
 
 @_api.native(AlibiBias)
