@@ -37,7 +37,8 @@ extern bool g_sum_interleaves_in_registers;
 inline bool sum_interleaves_in_registers() { return g_sum_interleaves_in_registers; }
 void use_sum_interleaves_in_registers(bool on);
 // Whether the loops that prefetch far ahead of what they work on (the
-// rotation's page ahead, the sinusoidal sum's rows ahead) prefetch into L2
+// rotation's page ahead, the sinusoidal sum's rows ahead, the embedding
+// gradient's next row) prefetch into L2
 // only, and the rotation 16 KiB ahead rather than 4 (prefetch.hpp): on where
 // measured faster (cpu.cpp). Switched for measurements, never while a kernel
 // runs; results are the same bits either way.

@@ -52,7 +52,8 @@ inline void prefetch_lines(const void* p, std::int64_t bytes) {
 }
 
 // Loops that prefetch far ahead of what they work on — the rotation a page
-// (or more) ahead, the sinusoidal sum whole rows ahead — ask with these. On
+// (or more) ahead, the sinusoidal sum whole rows ahead, the embedding
+// gradient the next row it gathers (learned.cpp) — ask with these. On
 // an AMD EPYC Zen 4, prefetching those lines into L1 (prefetcht0: the
 // copies are built without PREFETCHW, so a prefetch for writing is a read
 // prefetch into every level) left float32/float64 loops waiting on memory;
