@@ -106,6 +106,7 @@ const bool g_learned_sum_prefetches = !amd_cpu();                             //
 // AMD's family 0x19 with AVX-512: Zen 4 (Zen 3, also 0x19, has none).
 const bool g_zen4 = g_cpu == Isa::avx512 && amd_cpu() && cpu_family() == 0x19;
 const bool g_relative_adds_prefetch = !g_zen4;  // relative.cpp says why
+const bool g_rows_copied_by_loop = amd_cpu();    // so does this
 const Isa g_best = widest_built(g_cpu);
 std::atomic<int> g_active{static_cast<int>(g_best)};
 
@@ -136,6 +137,7 @@ void use_bfloat16_instructions(bool on) {
 std::int64_t rows_ahead_bytes() { return g_rows_ahead_bytes; }
 bool learned_sum_prefetches() { return g_learned_sum_prefetches; }
 bool relative_adds_prefetch() { return g_relative_adds_prefetch; }
+bool rows_copied_by_loop() { return g_rows_copied_by_loop; }
 
 Isa active_isa() { return static_cast<Isa>(g_active.load(std::memory_order_relaxed)); }
 

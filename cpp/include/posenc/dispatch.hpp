@@ -23,9 +23,10 @@ const char* isa_name(Isa isa);
 // std::invalid_argument if the name is unknown or the CPU lacks it.
 void select_isa(const std::string& name);
 // How many bytes of rows ahead the sinusoidal sum prefetches, whether the
-// learned table's sum prefetches the row it adds next (prefetch.hpp says why)
-// and whether the relative adds prefetch a page ahead (relative.cpp):
-// per-CPU choices made once, like the ISA's. So is whether the float32
+// learned table's sum prefetches the row it adds next (prefetch.hpp says why),
+// whether the relative adds prefetch a page ahead and whether the relative
+// blocks copy rows by a loop rather than memcpy (relative.cpp): per-CPU
+// choices made once, like the ISA's. So is whether the float32
 // and float64 sinusoidal sums of the AVX-512 copy interleave each row's
 // sines and cosines in registers, batch by batch, rather than once per row
 // in memory (sinusoidal.cpp); tests switch that one both ways (the same bits
@@ -33,6 +34,7 @@ void select_isa(const std::string& name);
 std::int64_t rows_ahead_bytes();
 bool learned_sum_prefetches();
 bool relative_adds_prefetch();
+bool rows_copied_by_loop();
 extern bool g_sum_interleaves_in_registers;
 inline bool sum_interleaves_in_registers() { return g_sum_interleaves_in_registers; }
 void use_sum_interleaves_in_registers(bool on);
