@@ -488,7 +488,7 @@ inline std::int64_t pairs_to_line(const T* out, std::int64_t half) {
 // instead, 1.10-1.20x (one pair of runs 1.49x).
 template <int kRows, class T>
 inline void table_rows(double* __restrict s, double* __restrict c, AngleStep step, std::int64_t half,
-                       T* __restrict out, std::int64_t stride, bool keep) {
+                       T* __restrict out, std::int64_t stride, bool keep, const T* next = nullptr) {
     constexpr int kUnit = kPairUnit<T>;
     const auto one_pair = [&](std::int64_t i) {
         double rs = s[i], rc = c[i];
@@ -502,6 +502,8 @@ inline void table_rows(double* __restrict s, double* __restrict c, AngleStep ste
     for (std::int64_t i = 0; i < head; ++i) one_pair(i);
     std::int64_t i = head;
     for (; i + kUnit <= half; i += kUnit) {
+        if (next)
+            for (int k = 0; k < kRows; ++k) prefetch_far_lines<T>(next + k * stride + 2 * i, 2 * kUnit * sizeof(T));
         PairUnit<T> rs = load_doubles<kUnit>(s + i), rc = load_doubles<kUnit>(c + i);
         const PairUnit<T> sw = load_doubles<kUnit>(step.sin_w + i), cw = load_doubles<kUnit>(step.cos_w + i);
         for (int k = 0; k < kRows; ++k) {
@@ -531,16 +533,25 @@ inline void table_rows(double* __restrict s, double* __restrict c, AngleStep ste
 // line stored, 1.6-1.9 ms at two threads. (A register of pairs at a time
 // stepped through all 32 rows of an anchor block took 2.2-2.3 ms at one
 // thread: the stores to 32 pages at once waited on memory.) On the Zen 4
-// the four-row passes wait on their arithmetic, not on memory: storing the
-// float32 units with non-temporal stores (whole aligned lines, no reads for
-// ownership) took 1.04 / 0.98x the time at 2 / 1 threads.
+// storing the float32 units with non-temporal stores (whole aligned lines,
+// no reads for ownership) took 1.04 / 0.98x the time at 2 / 1 threads; but
+// each unit prefetching into L2 its lines of the next pass's rows (where
+// far-ahead lines go into L2: prefetch_far_lines, prefetch.hpp; none
+// elsewhere) took 0.81-0.85 / 0.77-0.82x the time of none in float32 and
+// 0.83-0.84 / 0.81x in float64 ([8192, 1024], the two switched call by call
+// in one process, one to three runs each), float32 then at 0.66-0.70 of a fill
+// pass of the same buffer at 2 threads, against 0.55-0.57 without. (float16
+// and bfloat16, whose far-ahead lines go into L1, prefetch none here: into
+// L2 they took 0.88-1.00x the time.)
 template <class T>
 inline void table_block(double* s, double* c, AngleStep step, std::int64_t half, std::int64_t rows, T* out,
                         std::int64_t stride) {
     constexpr int kRowsPerPass = 4;
+    const bool ahead = far_into_l2<T>();
     std::int64_t r = 0;
     for (; r + kRowsPerPass <= rows; r += kRowsPerPass)
-        table_rows<kRowsPerPass>(s, c, step, half, out + r * stride, stride, r + kRowsPerPass < rows);
+        table_rows<kRowsPerPass>(s, c, step, half, out + r * stride, stride, r + kRowsPerPass < rows,
+                                 ahead && r + 2 * kRowsPerPass <= rows ? out + (r + kRowsPerPass) * stride : nullptr);
     for (; r < rows; ++r) table_rows<1>(s, c, step, half, out + r * stride, stride, r + 1 < rows);
 }
 // Where tables take four rows to a pass (table_block): float32 everywhere,

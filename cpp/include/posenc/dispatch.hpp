@@ -40,10 +40,11 @@ inline bool sum_interleaves_in_registers() { return g_sum_interleaves_in_registe
 void use_sum_interleaves_in_registers(bool on);
 // Whether the loops that prefetch far ahead of what they work on (the
 // rotation's page ahead, the sinusoidal sum's rows ahead, the embedding
-// gradient's next row) prefetch into L2
-// only, and the rotation 16 KiB ahead rather than 4 (prefetch.hpp): on where
-// measured faster (cpu.cpp). Switched for measurements, never while a kernel
-// runs; results are the same bits either way.
+// gradient's next row) prefetch into L2 only, the rotation 16 KiB ahead
+// rather than 4, and the sinusoidal table's four-row passes the next pass
+// (prefetch.hpp, sinusoidal.cpp): on where measured faster (cpu.cpp).
+// Switched for measurements, never while a kernel runs; results are the
+// same bits either way.
 extern bool g_prefetch_far_into_l2;
 inline bool prefetch_far_into_l2() { return g_prefetch_far_into_l2; }
 void use_prefetch_far_into_l2(bool on);

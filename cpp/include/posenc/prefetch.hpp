@@ -75,8 +75,10 @@ inline void prefetch_lines(const void* p, std::int64_t bytes) {
 // 1.18, float32 GPT-J) and 8 KiB measured like 16; the relative adds'
 // page-ahead prefetch into L2 at 4-16 KiB took 0.94-1.05 / 1.02-1.26x the
 // time of L1, and no prefetch at all less than either, so on the Zen 4 the
-// adds prefetch nothing (relative.cpp); the sinusoidal table's stays in L1
-// (no difference).
+// adds prefetch nothing (relative.cpp); the sinusoidal table's page ahead
+// (row by row) stays in L1 (no difference), while its four-row passes,
+// which prefetch nothing elsewhere, prefetch the next pass into L2 there
+// (sinusoidal.cpp).
 // On an Intel Xeon the sum's rows prefetched into L2 took 1.05-1.12x the
 // time (sinusoidal.cpp), so there, and on CPUs not measured, far-ahead
 // lines go into L1. float16/bfloat16 loops wait on their conversions, not
