@@ -3,10 +3,11 @@
 Every output of the family depends on the distance ``j - (offset + i)``
 only. Each executor builds one lookup row ("lut") per head holding the value
 of each of the block's ``q_len + k_len - 1`` distances (NumPy, and the
-binding ``bucket_rows`` for T5's biases; O(heads·(q+k)) work); the kernels stream the ``[..., q, k]`` rows out of it,
-row ``i`` being the slice ``lut[q_len-1-i : q_len-1-i+k_len]``
-(``toeplitz_copy``), or add them to attention scores (``toeplitz_add``). No
-logarithm is evaluated per element and no index matrix is built.
+binding ``bucket_rows`` for T5's biases; O(heads·(q+k)) work); the kernels
+stream the ``[..., q, k]`` rows out of it, row ``i`` being the slice
+``lut[q_len-1-i : q_len-1-i+k_len]`` (``toeplitz_copy``), or add them to
+attention scores (``toeplitz_add``). No logarithm is evaluated per element
+and no index matrix is built.
 
 T5 buckets come from the bucket boundaries (the first distance of each log
 bucket) that the kernel ``t5_thresholds`` finds once per parameter set by
@@ -94,18 +95,18 @@ def _buckets(distance: np.ndarray, t5: T5Bucketing) -> np.ndarray:
 _CACHED_BUCKET_ROW = 2**16
 
 
-@functools.lru_cache(maxsize=16)
-def _cached_bucket_row(first: int, length: int, t5: T5Bucketing) -> np.ndarray:
-    row = _buckets(np.arange(first, first + length, dtype=np.int64), t5)
+def _bucket_row(grid: DistanceGrid, t5: T5Bucketing) -> np.ndarray:
+    """int32 bucket of each lookup-row entry (read-only; kept for rows up to _CACHED_BUCKET_ROW long)."""
+    return (_kept_bucket_row if grid.length <= _CACHED_BUCKET_ROW else _new_bucket_row)(grid, t5)
+
+
+def _new_bucket_row(grid: DistanceGrid, t5: T5Bucketing) -> np.ndarray:
+    row = _buckets(_distances(grid), t5)
     row.flags.writeable = False
     return row
 
 
-def _bucket_row(grid: DistanceGrid, t5: T5Bucketing) -> np.ndarray:
-    """int32 bucket of each lookup-row entry (read-only; kept for rows up to _CACHED_BUCKET_ROW long)."""
-    if grid.length <= _CACHED_BUCKET_ROW:
-        return _cached_bucket_row(grid.first, grid.length, t5)
-    return _buckets(_distances(grid), t5)
+_kept_bucket_row = functools.lru_cache(maxsize=16)(_new_bucket_row)
 
 
 def _alibi_lut(slopes: np.ndarray, grid: DistanceGrid, symmetric: bool, dtype: np.dtype) -> np.ndarray:
