@@ -457,6 +457,11 @@ POSENC_BLOCK_INLINE void store_unit(double* out, PairUnit<double> s, PairUnit<do
 }
 template <class T>
 POSENC_BLOCK_INLINE void store_unit(T* out, PairUnit<T> s, PairUnit<T> c) { narrow_pairs(out, odd_lanes(s), odd_lanes(c)); }
+// The same unit of a split row: its sines (or its cosines) side by side.
+POSENC_BLOCK_INLINE void store_lanes(float* out, PairUnit<float> v) { store_narrowed(out, v.r[0]); }
+POSENC_BLOCK_INLINE void store_lanes(double* out, PairUnit<double> v) { store_narrowed(out, v.r[0]); }
+template <class T>
+POSENC_BLOCK_INLINE void store_lanes(T* out, PairUnit<T> v) { narrow_doubles(out, v); }
 
 // The pairs of a row at `out` before its first cache-line boundary (none
 // when no pair starts there), at most `half`. NumPy puts large arrays 16
@@ -473,11 +478,11 @@ inline std::int64_t pairs_to_line(const T* out, std::int64_t half) {
     return n < half ? n : half;
 }
 
-// Rows [r, r + kRows) of an interleaved table (`half` pairs, 2·half
-// columns; row r at out, the next `stride` values on) from the angles (s, c)
+// Rows [r, r + kRows) of a table (`half` pairs, 2·half columns, interleaved
+// or split; row r at out, the next `stride` values on) from the angles (s, c)
 // of row r, a unit of pairs at a time: stored to a row, stepped to the next,
 // kRows rows, then (if `keep`) written back as the angles of r + kRows. In
-// float32 the pairs before row r's first line boundary go one at a time, as
+// interleaved float32 rows the pairs before row r's first line boundary go one at a time, as
 // the last ones do, so that the units' stores start on lines
 // (pairs_to_line): into NumPy's rows [8192, 1024] then took 0.81-0.88x the
 // time at two threads and 0.78-0.90x at one (Intel Xeon, medians of 30
@@ -486,28 +491,38 @@ inline std::int64_t pairs_to_line(const T* out, std::int64_t half) {
 // float16/bfloat16, whose pairs one at a time convert element by element,
 // 1.19-1.46x; with those pairs taken from a whole unit stored into a buffer
 // instead, 1.10-1.20x (one pair of runs 1.49x).
-template <int kRows, class T>
+template <bool kInterleaved, int kRows, class T>
 inline void table_rows(double* __restrict s, double* __restrict c, AngleStep step, std::int64_t half,
                        T* __restrict out, std::int64_t stride, bool keep, const T* next = nullptr) {
     constexpr int kUnit = kPairUnit<T>;
+    // Pair i's sine is column kSpread·i of a row, its cosine `cos_at` after it.
+    constexpr std::int64_t kSpread = kInterleaved ? 2 : 1;
+    const std::int64_t cos_at = kInterleaved ? 1 : half;
     const auto one_pair = [&](std::int64_t i) {
         double rs = s[i], rc = c[i];
         for (int k = 0; k < kRows; ++k) {
-            out[k * stride + 2 * i] = store<T>(rs), out[k * stride + 2 * i + 1] = store<T>(rc);
+            T* o = out + k * stride + kSpread * i;
+            o[0] = store<T>(rs), o[cos_at] = store<T>(rc);
             if (k + 1 < kRows || keep) rotate_by_step(rs, rc, step.sin_w[i], step.cos_w[i]);
         }
         if (keep) s[i] = rs, c[i] = rc;
     };
-    const std::int64_t head = std::is_same<T, float>::value ? pairs_to_line(out, half) : 0;
+    const std::int64_t head = kInterleaved && std::is_same<T, float>::value ? pairs_to_line(out, half) : 0;
     for (std::int64_t i = 0; i < head; ++i) one_pair(i);
     std::int64_t i = head;
     for (; i + kUnit <= half; i += kUnit) {
         if (next)
-            for (int k = 0; k < kRows; ++k) prefetch_far_lines<T>(next + k * stride + 2 * i, 2 * kUnit * sizeof(T));
+            for (int k = 0; k < kRows; ++k) {
+                const T* n = next + k * stride + kSpread * i;
+                prefetch_far_lines<T>(n, kSpread * kUnit * sizeof(T));
+                if constexpr (!kInterleaved) prefetch_far_lines<T>(n + cos_at, kUnit * sizeof(T));
+            }
         PairUnit<T> rs = load_doubles<kUnit>(s + i), rc = load_doubles<kUnit>(c + i);
         const PairUnit<T> sw = load_doubles<kUnit>(step.sin_w + i), cw = load_doubles<kUnit>(step.cos_w + i);
         for (int k = 0; k < kRows; ++k) {
-            store_unit(out + k * stride + 2 * i, rs, rc);
+            T* o = out + k * stride + kSpread * i;
+            if constexpr (kInterleaved) store_unit(o, rs, rc);
+            else store_lanes(o, rs), store_lanes(o + cos_at, rc);
             if (k + 1 < kRows || keep)
                 for (int j = 0; j < PairUnit<T>::kRegs; ++j) rotate_by_step(rs.r[j], rc.r[j], sw.r[j], cw.r[j]);
         }
@@ -516,8 +531,13 @@ inline void table_rows(double* __restrict s, double* __restrict c, AngleStep ste
     for (; i < half; ++i) one_pair(i);  // the last pairs
 }
 
-// `rows` rows of an interleaved table (as table_rows), whose positions
-// follow row 0's (s, c) a step at a time, four rows to a pass.
+// `rows` rows of a table (as table_rows), whose positions follow row 0's
+// (s, c) a step at a time, four rows to a pass. Split rows (c after s) took
+// this path later than interleaved ones: [8192, 1024] into out=, on the
+// Zen 4, against row by row (builds alternated, 2 / 1 threads), float32
+// 0.85 / 1.83 against 1.71 / 3.79 ms (AVX2 path 1.20 / 2.16 against 1.98 /
+// 3.62), float64 2.22 / 3.57 against 2.60 / 4.91, float16 0.95 / 2.26
+// against 1.25 / 2.34, bfloat16 1.29 / 2.59 against 1.27 / 2.55.
 // Row by row, each step read the angle row from memory and wrote it back and
 // the next loop read it again to store it: per register of pairs, six loads
 // and three stores for one row; so the loads and stores, not the arithmetic,
@@ -543,16 +563,17 @@ inline void table_rows(double* __restrict s, double* __restrict c, AngleStep ste
 // pass of the same buffer at 2 threads, against 0.55-0.57 without. (float16
 // and bfloat16, whose far-ahead lines go into L1, prefetch none here: into
 // L2 they took 0.88-1.00x the time.)
-template <class T>
+template <bool kInterleaved, class T>
 inline void table_block(double* s, double* c, AngleStep step, std::int64_t half, std::int64_t rows, T* out,
                         std::int64_t stride) {
     constexpr int kRowsPerPass = 4;
     const bool ahead = far_into_l2<T>();
     std::int64_t r = 0;
     for (; r + kRowsPerPass <= rows; r += kRowsPerPass)
-        table_rows<kRowsPerPass>(s, c, step, half, out + r * stride, stride, r + kRowsPerPass < rows,
-                                 ahead && r + 2 * kRowsPerPass <= rows ? out + (r + kRowsPerPass) * stride : nullptr);
-    for (; r < rows; ++r) table_rows<1>(s, c, step, half, out + r * stride, stride, r + 1 < rows);
+        table_rows<kInterleaved, kRowsPerPass>(
+            s, c, step, half, out + r * stride, stride, r + kRowsPerPass < rows,
+            ahead && r + 2 * kRowsPerPass <= rows ? out + (r + kRowsPerPass) * stride : nullptr);
+    for (; r < rows; ++r) table_rows<kInterleaved, 1>(s, c, step, half, out + r * stride, stride, r + 1 < rows);
 }
 // Where tables take four rows to a pass (table_block): float32 everywhere,
 // the other formats on the AVX-512 path. [8192, 1024], calls alternated in
@@ -565,7 +586,7 @@ inline void table_block(double* s, double* c, AngleStep step, std::int64_t half,
 template <class T> constexpr bool kBlockTables = std::is_same<T, float>::value || kDoubleLanes == 8;
 #else
 template <class T> constexpr bool kBlockTables = false;
-template <class T>
+template <bool kInterleaved, class T>
 inline void table_block(double*, double*, AngleStep, std::int64_t, std::int64_t, T*, std::int64_t) {}
 #endif
 
@@ -721,11 +742,11 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
         const bool pairs_in_registers = wide_pairs_in_registers && b1 - b0 <= kPairsInRegistersUpTo;
         // A table's block of consecutive positions a few rows at a time,
         // its angles stepped in registers (table_block).
-        if constexpr (kBlockTables<T> && !kAdd && kInterleaved) {
+        if constexpr (kBlockTables<T> && !kAdd) {
             if (contiguous && b1 - b0 == 1 && a.cols == 2 * half && angles.steps_through(r0, r1)) {
                 angles.seek(r0);
-                table_block(angles.s(), angles.c(), angles.step(), half, r1 - r0,
-                            out + ol.batch_offsets[b0] + r0 * ol.row_stride, ol.row_stride);
+                table_block<kInterleaved>(angles.s(), angles.c(), angles.step(), half, r1 - r0,
+                                          out + ol.batch_offsets[b0] + r0 * ol.row_stride, ol.row_stride);
                 return;
             }
         }
