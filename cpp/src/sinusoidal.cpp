@@ -482,12 +482,12 @@ inline std::int64_t pairs_to_line(const T* out, std::int64_t half) {
 // or split; row r at out, the next `stride` values on) from the angles (s, c)
 // of row r, a unit of pairs at a time: stored to a row, stepped to the next,
 // kRows rows, then (if `keep`) written back as the angles of r + kRows. In
-// interleaved float32 rows the pairs before row r's first line boundary go one at a time, as
-// the last ones do, so that the units' stores start on lines
-// (pairs_to_line): into NumPy's rows [8192, 1024] then took 0.81-0.88x the
-// time at two threads and 0.78-0.90x at one (Intel Xeon, medians of 30
-// calls, builds alternated in separate processes). Not in the other
-// formats: float64 took 0.93-1.02x (one pair of runs 1.38x), and
+// interleaved float32 rows the pairs before row r's first line boundary go
+// one at a time, as the last ones do, so that the units' stores start on
+// lines (pairs_to_line): into NumPy's rows [8192, 1024] then took
+// 0.81-0.88x the time at two threads and 0.78-0.90x at one (Intel Xeon,
+// medians of 30 calls, builds alternated in separate processes). Not in the
+// other formats: float64 took 0.93-1.02x (one pair of runs 1.38x), and
 // float16/bfloat16, whose pairs one at a time convert element by element,
 // 1.19-1.46x; with those pairs taken from a whole unit stored into a buffer
 // instead, 1.10-1.20x (one pair of runs 1.49x).
