@@ -38,6 +38,9 @@ positions_strategy = st.one_of(
     st.lists(st.integers(-(2**24), 2**24), min_size=0, max_size=70).map(lambda v: np.array(v, np.int64)),
     st.lists(st.floats(-1e6, 1e6), min_size=0, max_size=70).map(lambda v: np.array(v, np.float64)),
     st.tuples(st.integers(0, 2**24), st.integers(0, 80)).map(lambda t: np.arange(t[0], t[0] + t[1])),
+    # Packed sequences: runs of consecutive positions, each starting anywhere (kernels step through runs).
+    st.lists(st.tuples(st.integers(-1000, 2**20), st.integers(1, 40)), min_size=1, max_size=6).map(
+        lambda runs: np.concatenate([np.arange(start, start + n) for start, n in runs])),
 )
 
 
