@@ -190,6 +190,17 @@ def test_lane_takes_the_common_calls(name, make, native_isa):
     assert agree(name, make), f"{name}: the lane declined a call it is for"
 
 
+@pytest.mark.skipif(BFLOAT16 is None, reason="needs ml_dtypes")
+def test_two_byte_dtypes_are_told_apart_after_bfloat16():
+    """The bindings know bfloat16 by its type number once they have seen it by name: other 2-byte dtypes
+    are still declined before and after, and bfloat16 views of the same memory still taken."""
+    bits = np.ones((1, 1, 2, 8), np.float32).astype(BFLOAT16).view(np.uint16)
+    for dtype in (np.int16, np.uint16, np.dtype("V2"), BFLOAT16, np.int16, np.uint16, np.dtype("V2"), BFLOAT16):
+        x = bits.copy().view(dtype)
+        got = _backend.native.lane_apply_rope((x,), dict(offset=3, out=x))
+        assert (got is x) == (np.dtype(dtype) == np.dtype(BFLOAT16)), dtype
+
+
 def test_the_public_function_takes_the_lane():
     """On the native backend the public function's result is the lane's (the planned path never runs)."""
     x = np.ones((1, 1, 2, 8), np.float32)
