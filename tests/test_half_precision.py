@@ -187,6 +187,20 @@ def test_sums_are_rounded_once(path: str, dtype: Any) -> None:
         same_bits(out, round_once(exact, dtype))
 
 
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_alibi_bias_is_rounded_once(path: str, dtype: Any) -> None:
+    """ALiBi's bias slope·d, rounded once to the half format (add_alibi's rows, built in C++, and
+    alibi_bias's, built with NumPy), with slopes where rounding to float first would round twice."""
+    slopes = hard_doubles(dtype, 600, seed=5)
+    bias = slopes[:, None] * np.array([-1.0, 0.0, 1.0])  # a query at position 1, keys at 0, 1, 2
+    same_bits(posenc.alibi_bias(slopes.size, 1, 3, offset=1, slopes=slopes, dtype=dtype).reshape(-1, 3),
+              round_once(bias, dtype))
+    # Added to zero scores: the rounded bias itself, but +0 where that is -0.
+    added = round_once(bias, dtype).astype(np.float64) + 0.0
+    for scores in (np.zeros((slopes.size, 1, 3), dtype), np.zeros((2, slopes.size, 1, 3), dtype)[1]):
+        same_bits(posenc.add_alibi(scores, offset=1, slopes=slopes).reshape(-1, 3), round_once(added, dtype))
+
+
 @pytest.mark.skipif(not HAS_BFLOAT16_INSTRUCTIONS or BFLOAT16 is None,
                     reason="the CPU has no AVX512_BF16 conversions, or no bfloat16 dtype (ml_dtypes)")
 def test_bfloat16_instructions_give_the_integer_roundings_bits() -> None:

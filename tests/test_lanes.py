@@ -173,6 +173,7 @@ COMMON = [
                           (2, 2, 4))),
     ("add_alibi", _in_place(_x((1, 1, 1, 8)), offset=7)),
     ("add_alibi", lambda: ((_array((2, 4, 3, 7), "float64", "f", 6),), dict(symmetric=True, offset=-2))),
+    ("add_alibi", _in_place(_x((1, 4, 1, 40), "float16"), offset=1000)),
     ("add_sinusoidal", _in_place(_x((1, 1, 64)), offset=4000)),
     ("add_sinusoidal", lambda: ((_array((2, 3, 6), "float16", "c", 7),), dict(base=100, interleaved=False, scale=2))),
 ]
@@ -180,6 +181,7 @@ if BFLOAT16 is not None:
     COMMON += [
         ("apply_rope", _in_place(_x((1, 3, 2, 16), "bfloat16"), offset=2**40)),
         ("add_sinusoidal", _in_place(_x((2, 3, 8), "bfloat16"), scale=0.5)),
+        ("add_alibi", _in_place(_x((1, 8, 1, 40), "bfloat16"), offset=1000)),
         ("apply_rope_nd", _nd(_x((2, 6, 3, 16), "bfloat16", seed=11), lambda: np.arange(12).reshape(6, 2) * 4096,
                               (8, 8), in_place=True, interleaved=True)),
     ]

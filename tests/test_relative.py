@@ -598,8 +598,8 @@ def test_every_vector_tail(native_isa, k):
 
 
 def test_alibi_add_binding_checks_what_it_is_given(isa):
-    """native.alibi_add (float32/float64 scores, bias rows built in C++) refuses what would read or write out
-    of bounds itself, the last line before the kernel; half precision is not its job."""
+    """native.alibi_add (bias rows built in C++, rounded once to the scores' dtype) refuses what would read
+    or write out of bounds itself, the last line before the kernel."""
     native = posenc._backend.native
     scores = np.full((2, 3, 4), 7, np.float32)
     slopes = posenc.alibi_slopes(2, dtype=np.float64)
@@ -607,8 +607,10 @@ def test_alibi_add_binding_checks_what_it_is_given(isa):
         native.alibi_add(scores, scores, slopes[:1], 0, False)
     with pytest.raises(ValueError, match="slopes"):
         native.alibi_add(scores, scores, slopes.astype(np.float32), 0, False)
-    with pytest.raises(TypeError, match="float32 or float64"):
-        native.alibi_add(scores.astype(np.float16), scores.astype(np.float16), slopes, 0, False)
+    with pytest.raises(TypeError, match="float32, float64, float16 or bfloat16"):
+        native.alibi_add(scores.astype(np.int16), scores.astype(np.int16), slopes, 0, False)
+    with pytest.raises(TypeError, match="dtype of scores"):
+        native.alibi_add(scores, scores.astype(np.float64), slopes, 0, False)
     with pytest.raises(ValueError, match=r"\[\.\.\., heads, q, k\]"):
         native.alibi_add(scores[0], scores[0], slopes, 0, False)
     with pytest.raises(ValueError, match="2\\*\\*53"):
@@ -618,6 +620,11 @@ def test_alibi_add_binding_checks_what_it_is_given(isa):
     assert (scores == 7).all()
     native.alibi_add(scores, scores, slopes, 1, True)
     same_bits(scores, ref.add_alibi(np.full((2, 3, 4), 7, np.float32), offset=1, symmetric=True))
+    # Half precision: the rows rounded once (slope·d lands between float16 values at these distances).
+    for dtype in FLOAT_DTYPES:
+        halves = np.full((2, 3, 40), 7, dtype)
+        native.alibi_add(halves, halves, slopes * 0.7, 1000, False)
+        same_bits(halves, ref.add_alibi(np.full((2, 3, 40), 7, dtype), offset=1000, slopes=slopes * 0.7))
 
 
 def test_bucket_rows_binding_checks_what_it_is_given(isa):

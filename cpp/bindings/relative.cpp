@@ -109,27 +109,10 @@ py::array bucket_rows(py::array table, py::array buckets) {
     return rows;
 }
 
-// ALiBi's lookup rows for float32/float64 operands: row h holds slope_h·d (−slope_h·|d| when symmetric) for
-// the distances d = first, first + 1, …, first + length − 1, evaluated in double and rounded once by the cast
-// to T: what the NumPy lookup rows of the executor hold (round_once is that cast for these dtypes). Built
-// here, a decode step's add_alibi is one call instead of half a dozen NumPy operations on a few elements.
-template <class T>
-py::array alibi_rows(const double* slopes, std::int64_t heads, std::int64_t first, std::int64_t length,
-                     bool symmetric) {
-    py::array_t<T> lut({heads, length});
-    T* row = lut.mutable_data();
-    for (std::int64_t h = 0; h < heads; ++h, row += length)
-        for (std::int64_t m = 0; m < length; ++m) {
-            const std::int64_t d = first + m;  // |d| <= 2**54: no overflow
-            row[m] = static_cast<T>(slopes[h] * static_cast<double>(symmetric ? (d < 0 ? d : -d) : d));
-        }
-    return lut;
-}
-
-// out[..., heads, q, k] = x + ALiBi bias of query positions offset + i (float32 or float64 scores).
+// out[..., heads, q, k] = x + ALiBi bias of query positions offset + i, the bias rounded once to the
+// scores' dtype (the kernels' alibi_rows) and the sum rounded once.
 void alibi_add(py::array x, py::array out, py::array slopes, std::int64_t offset, bool symmetric) {
     const DType dt = float_dtype(x, "scores");
-    if (dt != DType::f32 && dt != DType::f64) throw py::type_error("alibi_add takes float32 or float64 scores");
     if (x.ndim() < 3) throw std::invalid_argument("scores must be [..., heads, q, k]");
     const std::int64_t heads = x.shape(x.ndim() - 3), rows = x.shape(x.ndim() - 2), cols = x.shape(x.ndim() - 1);
     const double* s = float64_vector(slopes, heads, "slopes");
@@ -137,8 +120,9 @@ void alibi_add(py::array x, py::array out, py::array slopes, std::int64_t offset
     if (offset < -kMaxPosition || offset > kMaxPosition || rows > kMaxPosition || cols > kMaxPosition)
         throw std::invalid_argument("offset and lengths must lie within 2**53");
     const std::int64_t length = rows + cols > 0 ? rows + cols - 1 : 0, first = -(rows - 1) - offset;
-    toeplitz_add(x, out, dt == DType::f32 ? alibi_rows<float>(s, heads, first, length, symmetric)
-                                          : alibi_rows<double>(s, heads, first, length, symmetric));
+    py::array lut(x.dtype(), {heads, length});
+    relative_kernels().alibi_rows[static_cast<int>(dt)](s, heads, first, length, symmetric, lut.mutable_data());
+    toeplitz_add(x, out, lut);
 }
 
 py::array_t<std::int64_t> t5_thresholds(std::int64_t half, std::int64_t max_exact, std::int64_t max_distance) {
@@ -152,8 +136,8 @@ py::array_t<std::int64_t> t5_thresholds(std::int64_t half, std::int64_t max_exac
     return out;
 }
 
-// add_alibi(scores, offset=, symmetric=, out=) in the small-call lane (bindings/lane.hpp): float32 or float64
-// scores [..., heads, q, k] with the authors' slopes, out None or scores itself.
+// add_alibi(scores, offset=, symmetric=, out=) in the small-call lane (bindings/lane.hpp): scores
+// [..., heads, q, k] with the authors' slopes, out None or scores itself.
 const lane::Signature& add_alibi_signature() {
     static const auto* s = new lane::Signature("add_alibi", {"scores", "offset", "symmetric", "slopes", "num_heads",
                                                              "out"}, 1);
@@ -163,7 +147,7 @@ const lane::Signature& add_alibi_signature() {
 py::object lane_add_alibi(py::handle args, py::handle kwargs) {
     PyObject* v[6] = {};
     const auto s = add_alibi_signature().bind(args, kwargs, v) ? lane::float_array(v[0]) : std::nullopt;
-    if (!s || (s->dtype != DType::f32 && s->dtype != DType::f64) || s->array.ndim() < 3) return py::none();
+    if (!s || s->array.ndim() < 3) return py::none();
     const py::array& x = s->array;
     const std::int64_t heads = x.shape(x.ndim() - 3), q = x.shape(x.ndim() - 2), k = x.shape(x.ndim() - 1);
     constexpr std::int64_t kMaxLength = std::int64_t(1) << 53;  // _checks.length

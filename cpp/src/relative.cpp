@@ -124,6 +124,22 @@ void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_
     });
 }
 
+// ---------------------------------------------------------------- ALiBi's rows
+
+// The same values as the NumPy lookup rows of the executor's alibi_bias (slope·d in float64, then
+// round_once): built here, a decode step's add_alibi is one call instead of half a dozen NumPy
+// operations on a few elements, in every dtype.
+template <class T>
+void alibi_rows(const double* slopes, std::int64_t heads, std::int64_t first, std::int64_t length, bool symmetric,
+                void* out) {
+    T* row = static_cast<T*>(out);
+    for (std::int64_t h = 0; h < heads; ++h, row += length)
+        for (std::int64_t m = 0; m < length; ++m) {
+            const std::int64_t d = first + m;
+            row[m] = store<T>(slopes[h] * static_cast<double>(symmetric ? (d < 0 ? d : -d) : d));
+        }
+}
+
 // ---------------------------------------------------------------- T5 boundaries
 
 // T5's log bucket of a distance n ≥ max_exact, before the clamp, in the reference's
@@ -180,6 +196,7 @@ void t5_thresholds(std::int64_t half, std::int64_t max_exact, std::int64_t max_d
 extern const RelativeKernels relative = {
     {copy<std::uint8_t>, copy<std::uint16_t>, copy<std::uint32_t>, copy<std::uint64_t>},
     {add<float>, add<double>, add<half_t>, add<bfloat16_t>},
+    {alibi_rows<float>, alibi_rows<double>, alibi_rows<half_t>, alibi_rows<bfloat16_t>},
     t5_thresholds,
 };
 

@@ -42,12 +42,19 @@ using ToeplitzAddFn = void (*)(const ToeplitzArgs&, const void* x, const RowLayo
 using T5ThresholdsFn = void (*)(std::int64_t half, std::int64_t max_exact, std::int64_t max_distance,
                                 std::int64_t* out);
 
+// ALiBi's lookup rows, [heads, length] C-contiguous in the scores' dtype: row h holds slopes[h]·d
+// (−slopes[h]·|d| when symmetric) for d = first, first + 1, …, first + length − 1, evaluated in double
+// and rounded once (|d| ≤ 2^54: no overflow).
+using AlibiRowsFn = void (*)(const double* slopes, std::int64_t heads, std::int64_t first, std::int64_t length,
+                             bool symmetric, void* out);
+
 enum class Width : int { w1 = 0, w2 = 1, w4 = 2, w8 = 3 };
 constexpr int kNumWidths = 4;
 
 struct RelativeKernels {
     ToeplitzCopyFn copy[kNumWidths];
     ToeplitzAddFn add[kNumFloatTypes];
+    AlibiRowsFn alibi_rows[kNumFloatTypes];
     T5ThresholdsFn t5_thresholds;
 };
 

@@ -192,9 +192,8 @@ def alibi_bias(plan: AlibiBias) -> Any:
 @_api.native(AlibiAdd)
 def add_alibi(plan: AlibiAdd) -> Any:
     x, grid, slopes, symmetric, out = plan
-    if x.dtype.type not in _CAST_ROUNDED:  # half precision: round_once's bias rows
-        return _add(x, out, _alibi_lut(slopes, grid, symmetric, x.dtype))
-    # The binding builds the same rows (slope·d in float64, cast once), in one call: a decode step's path.
+    # The binding builds the rows _alibi_lut would (slope·d in float64, rounded once), in one call: a decode
+    # step's path.
     x = aligned(x)
 
     def kernel(d: np.ndarray) -> None:
@@ -205,9 +204,6 @@ def add_alibi(plan: AlibiAdd) -> Any:
         return out.given
     return _api.returned(out, write(out, x.shape, x.dtype, kernel))
 
-
-# Dtypes whose rounding from float64 is a plain cast (round_once: astype).
-_CAST_ROUNDED = (np.float32, np.float64)
 
 
 
