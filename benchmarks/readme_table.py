@@ -64,15 +64,16 @@ def small_table(rows: List[Dict[str, Any]]) -> List[str]:
     small = [r for r in rows if r.get("kind") == "small"]
     if not small:
         return []
-    lines = ["| small call | posenc | × one tiny ufunc call (same run) | without the small-call lane | kernel binding alone |",
-             "|---|---|---|---|---|"]
+    lines = ["| small call | dtype | posenc | × one tiny ufunc call (same run) | without the small-call lane "
+             "| kernel binding alone |",
+             "|---|---|---|---|---|---|"]
 
     def cell(seconds: Any, unit: float) -> str:
         return f"{seconds * 1e6:.2f} µs ({seconds / unit:.1f}×)" if seconds is not None else "—"
 
     for r in small:
         unit = r["ufunc_s"]
-        lines.append(f"| `{r['case']}` | {r['public_s'] * 1e6:.2f} µs | {r['public_s'] / unit:.1f}× | "
+        lines.append(f"| `{r['case']}` | {r.get('dtype', 'float32')} | {r['public_s'] * 1e6:.2f} µs | {r['public_s'] / unit:.1f}× | "
                      f"{cell(r.get('planned_s'), unit)} | {cell(r['native_s'], unit)} |")
     return lines
 

@@ -123,7 +123,7 @@ def run(quick: bool = False, repeat: int = 10, only: Optional[str] = None, strea
             print(report.case_line(row, width), file=stream, flush=True)
         report.dtype_table(rows, stream)
         if small_calls and (only is None or only == "small"):
-            small_rows = small.run(lambda name: bar.show(name))
+            small_rows = small.run(lambda name: bar.show(name), [_cases.dtype_of(d) for d in available_dtypes(dtypes)])
             bar.clear()
             report.small_table(small_rows, stream)
             rows.extend(dict(r, kind="small") for r in small_rows)

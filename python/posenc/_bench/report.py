@@ -56,14 +56,14 @@ def small_table(rows: Sequence[Row], stream: TextIO) -> None:
     print(f"\nsmall calls: µs per call, and in tiny-ufunc calls (np.add of 8 float32, timed beside each call: "
           f"{min(units):.3f}-{max(units):.3f} µs); public: through the small-call lane, planned: without it, "
           "kernel: the bare binding alone", file=stream)
-    print(f"{'call':{width}s} " + " ".join(f"{c + ' µs':>11s} {'x ufunc':>8s}" for c in ("public", "planned", "kernel")),
-          file=stream)
+    print(f"{'call':{width}s} {'dtype':8s} " + " ".join(f"{c + ' µs':>11s} {'x ufunc':>8s}"
+                                                       for c in ("public", "planned", "kernel")), file=stream)
     def cell(seconds: Any, unit: float) -> str:
         return f"{seconds * 1e6:11.3f} {seconds / unit:7.1f}x" if seconds is not None else f"{'-':>11s} {'-':>8s}"
 
     for r in rows:
-        print(f"{r['case']:{width}s} " + " ".join(cell(r.get(k), r["ufunc_s"]) for k in ("public_s", "planned_s", "native_s")),
-              file=stream)
+        print(f"{r['case']:{width}s} {r.get('dtype', 'float32'):8s} "
+              + " ".join(cell(r.get(k), r["ufunc_s"]) for k in ("public_s", "planned_s", "native_s")), file=stream)
 
 
 def isa_table(runs: Dict[str, List[Row]], stream: TextIO, how: str = "each in its own process") -> None:

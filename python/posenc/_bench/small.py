@@ -12,7 +12,7 @@ float32, timed in turn with the case's calls).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -29,14 +29,15 @@ def _case(name: str, function: Any, *args: Any, **kwargs: Any) -> SmallCase:
     return SmallCase(name, lambda: function(*args, **kwargs), lambda: function.planned(*args, **kwargs))
 
 
-def cases() -> List[SmallCase]:
+def cases(dtype: Any = np.float32) -> List[SmallCase]:
+    """The calls of a decode step, on arrays of ``dtype`` (bfloat16 and float16 are what models decode in)."""
     import posenc
 
-    x = np.ones((1, 1, 1, 128), np.float32)
-    q, k = np.ones((1, 1, 32, 128), np.float32), np.ones((1, 1, 8, 128), np.float32)
+    x = np.ones((1, 1, 1, 128), dtype)
+    q, k = np.ones((1, 1, 32, 128), dtype), np.ones((1, 1, 8, 128), dtype)
     pos = np.array([[4000]])
-    scores = np.zeros((1, 1, 1, 8), np.float32)
-    h = np.ones((1, 1, 64), np.float32)
+    scores = np.zeros((1, 1, 1, 8), dtype)
+    h = np.ones((1, 1, 64), dtype)
     return [
         _case("apply_rope [1, 1, 1, 128] offset=4000", posenc.apply_rope, x, offset=4000, out=x),
         _case("apply_rope_qk decode [1, 1, 32, 128] + [1, 1, 8, 128], positions [[p]]", posenc.apply_rope_qk, q, k,
@@ -88,19 +89,20 @@ def tiny_ufunc() -> Timed:
     return lambda: np.add(a, a, out=b)
 
 
-def run(progress: Callable[[str], None], rounds: int = 7) -> List[Dict[str, Any]]:
+def run(progress: Callable[[str], None], dtypes: Sequence[np.dtype] = (np.dtype(np.float32),),
+        rounds: int = 7) -> List[Dict[str, Any]]:
     # Each case's calls and the unit are timed in turn, round after round, each keeping its best: on a
     # shared machine a busy moment then slows one round of each instead of the unit alone or the call
     # alone (either would skew the ratio). Each row has the unit measured beside it.
     rows = []
     unit = tiny_ufunc()
-    for case in cases():
-        progress(case.name)
+    for dtype, case in ((d, c) for d in dtypes for c in cases(d)):
+        progress(f"{case.name} {dtype.name}")
         native = native_call(case.planned)
         timed = dict(ufunc_s=unit, public_s=case.public, planned_s=case.planned, native_s=native)
         best = {key: float("inf") for key, fn in timed.items() if fn is not None}
         for _ in range(rounds):
             for key in best:
                 best[key] = min(best[key], per_call(timed[key], calls=1000, repeat=1))  # type: ignore[arg-type]
-        rows.append({"case": case.name, "native_s": None, **best})
+        rows.append({"case": case.name, "dtype": dtype.name, "native_s": None, **best})
     return rows
