@@ -416,8 +416,8 @@ def t5_buckets(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
             from transformers.models.deberta_v2.modeling_deberta_v2 import (  # type: ignore[import-not-found, unused-ignore]
                 build_relative_position,
             )
-        except ImportError:
-            pass
+        except Exception:  # absent, or installed but broken (a torchvision built for another torch raises
+            pass           # RuntimeError when transformers imports it): no HF column, the bench goes on
         else:
             rows = torch.zeros(n, 1)
             deberta_base["HF"] = lambda: build_relative_position(rows, rows, bucket_size=256, max_position=512)
