@@ -5,15 +5,17 @@
 
 #include "posenc/buffer.hpp"
 #include "posenc/chunks.hpp"
+#include "posenc/copy_row.hpp"
 #include "posenc/parallel.hpp"
 #include "posenc/prefetch.hpp"
 
 POSENC_BEGIN_TARGET
 namespace {
 
-// One row: out = t (kAdd false, an exact copy) or x + t rounded once
-// (add_rows). The contiguous case is its own instantiation so the loops are
-// compiled without strides. x and out may be the same row (in place).
+// One row: out = t (kAdd false, a copy of bit patterns: copy_row.hpp) or
+// x + t rounded once (add_rows). The contiguous case is its own instantiation
+// so the loops are compiled without strides. x and out may be the same row
+// (in place).
 template <bool kAdd, bool kContiguous, class T>
 inline void embed_row(const T* t, std::int64_t tcs, const T* x, std::int64_t xcs, T* out, std::int64_t ocs,
                       std::int64_t dim) {
@@ -22,8 +24,8 @@ inline void embed_row(const T* t, std::int64_t tcs, const T* x, std::int64_t xcs
         add_rows<kContiguous>(x, xcs, t, tcs, out, ocs, dim);
         return;
     }
-#pragma omp simd
-    for (std::int64_t j = 0; j < dim; ++j) out[j * ocs] = t[j * tcs];
+    using U = Bits<T>;
+    copy_row(reinterpret_cast<U*>(out), ocs, reinterpret_cast<const U*>(t), tcs, dim, rows_copied_by_loop());
 }
 
 // Every operand row k = o·period + i (o < repeats) uses table row

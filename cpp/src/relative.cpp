@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "posenc/chunks.hpp"
+#include "posenc/copy_row.hpp"
 #include "posenc/parallel.hpp"
 #include "posenc/prefetch.hpp"
 
@@ -77,16 +78,7 @@ inline void prefetch_ahead(const T* x, std::int64_t n, std::int64_t left) {
     if (hi > kAheadBytes) prefetch_lines(reinterpret_cast<const char*>(x) + kAheadBytes, hi - kAheadBytes);
 }
 
-// U is an unsigned integer of the element width: the copy never looks at values.
-// On AMD's CPUs contiguous rows are copied by a vector loop, not memcpy
-// (rows_copied_by_loop, cpu.cpp): on an AMD EPYC Zen 4 (glibc 2.36's memcpy;
-// the lookup rows start at every element offset against the rows written)
-// the loop took 0.58-0.95x memcpy's time at two threads (AVX-512, AVX2 and
-// baseline paths) and 0.50-0.84x at one (AVX-512, AVX2) on 64 MiB of
-// t5_buckets, relative_positions, float16 t5_bias and float32 alibi_bias
-// into out=, and 0.97-1.05x on a float32 t5_bias [8, 128, 128] (calls
-// alternated in one process). Not measured on Intel's CPUs: memcpy stays
-// there.
+// U is an unsigned integer of the element width (copy_row.hpp).
 template <class U>
 void copy(const ToeplitzArgs& a, void* out_v, const RowLayout& ol) {
     U* out = static_cast<U*>(out_v);
@@ -94,15 +86,7 @@ void copy(const ToeplitzArgs& a, void* out_v, const RowLayout& ol) {
     const bool by_loop = rows_copied_by_loop();
     for_each_row(a, ol.batches, sizeof(U), [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t) {
         const U* src = reinterpret_cast<const U*>(lut_row(a, sizeof(U), h, i));
-        U* dst = out + ol.batch_offsets[b] + i * ol.row_stride;
-        if (cs == 1 && by_loop) {
-#pragma omp simd
-            for (std::int64_t j = 0; j < n; ++j) dst[j] = src[j];
-        } else if (cs == 1) {
-            std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(U));
-        } else {
-            for (std::int64_t j = 0; j < n; ++j) dst[j * cs] = src[j];
-        }
+        copy_row(out + ol.batch_offsets[b] + i * ol.row_stride, cs, src, 1, n, by_loop);
     });
 }
 
