@@ -39,4 +39,5 @@ PYBIND11_MODULE(_native, m) {
     posenc::bind::register_rope(m);
     posenc::bind::register_vision(m);
     posenc::bind::register_memory(m);
+    posenc::bind::register_rounding(m);
 }

@@ -187,6 +187,40 @@ def test_sums_are_rounded_once(path: str, dtype: Any) -> None:
         same_bits(out, round_once(exact, dtype))
 
 
+@pytest.mark.parametrize("dtype", HALF_DTYPES + [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_round_once_binding(path: str, dtype: Any) -> None:
+    """native.round_once (what the native executors round NumPy's float64 results with): the single
+    correct rounding at every length, NaNs and infinities included; its checks."""
+    native = _backend.native
+    values = hard_doubles(np.float16 if np.dtype(dtype).itemsize > 2 else dtype, 3000, seed=9)
+    values[-4:] = [np.nan, -np.inf, np.inf, -0.0]
+    def same(got: np.ndarray, doubles: np.ndarray) -> None:
+        if np.dtype(dtype).itemsize == 2:
+            same_bits(got, round_once(doubles, dtype))
+            return
+        with np.errstate(over="ignore"):  # NumPy's float64 -> float32 cast is correctly rounded
+            want = doubles.astype(dtype)
+        np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{got.itemsize}"))
+
+    for n in LENGTHS + [values.size]:
+        out = np.empty(n, dtype)
+        native.round_once(values[:n], out)
+        same(out, values[:n])
+    grid = np.empty((3, 4), dtype)
+    native.round_once(values[-12:].reshape(3, 4), grid)
+    same(grid, values[-12:].reshape(3, 4))
+    with pytest.raises(TypeError, match="float64"):
+        native.round_once(values[:4].astype(np.float32), np.empty(4, dtype))
+    with pytest.raises(TypeError, match="float64"):
+        native.round_once(values[:8:2], np.empty(4, dtype))
+    with pytest.raises(ValueError, match="shape"):
+        native.round_once(values[:4], np.empty(5, dtype))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        native.round_once(values[:4], np.empty(8, dtype)[::2])
+    with pytest.raises(TypeError, match="float32, float64, float16 or bfloat16"):
+        native.round_once(values[:4], np.empty(4, np.int16))
+
+
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_alibi_bias_is_rounded_once(path: str, dtype: Any) -> None:
     """ALiBi's bias slope·d, rounded once to the half format (add_alibi's rows, built in C++, and

@@ -11,5 +11,6 @@ void register_learned(pybind11::module_& m);
 void register_rope(pybind11::module_& m);
 void register_vision(pybind11::module_& m);
 void register_memory(pybind11::module_& m);
+void register_rounding(pybind11::module_& m);
 
 }  // namespace posenc::bind

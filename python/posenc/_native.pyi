@@ -1,7 +1,8 @@
 """Type stubs for posenc's compiled module ``posenc._native`` (internal).
 
 Typed here: the module's own functions (ISA dispatch, threads, fork safety,
-the benchmarks' memory pass), which code all over the package calls. The
+the benchmarks' memory pass, the executors' shared rounding), which code all
+over the package calls. The
 kernels' bindings are not declared one by one: each is thin glue around one
 kernel (it checks shapes, dtypes and strides so that a kernel never reads or
 writes out of bounds, releases the GIL and runs), called only by its family's
@@ -43,6 +44,10 @@ def after_fork_in_child() -> None: ...
 
 # Memory ceilings for benchmarks: one pass ("fill" or "touch") with posenc's threads.
 def memory_pass(a: NDArray[Any], kind: str) -> None: ...
+
+# float64 values rounded once into out's dtype (both C-contiguous, one shape): the native executors'
+# rounding of what NumPy computed in float64 (_native_exec/_rounded.py).
+def round_once(values: NDArray[Any], out: NDArray[Any]) -> None: ...
 
 # The small-call lanes (cpp/bindings/lane.hpp): lane_<public name>(args, kwargs) computes a common call
 # or returns None; the helpers are the Python layer's tables; the parameters each lane binds.

@@ -28,7 +28,7 @@ from .._checks import Out
 from .._plans.relative import (AlibiAdd, AlibiBias, DebertaBucketBlock, DistanceGrid,
                                RelativeEmbeddings, RelativePositions, T5Bias, T5BiasAdd, T5BucketBlock, T5Bucketing,
                                T5BucketOf, deberta_values, t5_ties)
-from .._rounding import round_once
+from ._rounded import rounded
 from ._memory import aligned, write
 
 
@@ -113,7 +113,7 @@ def _alibi_lut(slopes: np.ndarray, grid: DistanceGrid, symmetric: bool, dtype: n
     """[heads, length]: slope_h·d (or -slope_h·|d|) of each distance, in float64 rounded once to ``dtype``."""
     d = _distances(grid)
     d = (-np.abs(d) if symmetric else d).astype(np.float64)
-    return round_once(slopes[:, None] * d[None, :], dtype)
+    return rounded(slopes[:, None] * d[None, :], dtype)
 
 
 # ---------------------------------------------------------------- executors
@@ -179,7 +179,7 @@ def t5_bias(plan: T5Bias) -> Any:
 def add_t5_bias(plan: T5BiasAdd) -> Any:
     table = plan.table  # the bias in the scores' dtype: rounded once unless it has it already
     if table.dtype != plan.scores.dtype:
-        table = round_once(table.astype(np.float64), plan.scores.dtype)
+        table = rounded(table, plan.scores.dtype)
     return _add(plan.scores, plan.out, native.bucket_rows(aligned(table), _bucket_row(plan.grid, plan.t5)))
 
 

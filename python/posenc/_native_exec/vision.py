@@ -9,7 +9,7 @@ import numpy as np
 from .. import _api
 from .._backend import native
 from .._plans.vision import DetrSine, SinusoidalGridRows, SinusoidalRows, SwinBias, detr_encode, detr_positions, encode
-from .._rounding import round_once
+from ._rounded import rounded
 from ._memory import aligned, write
 
 
@@ -58,7 +58,7 @@ def grid_rows(plan: SinusoidalGridRows) -> Any:
             # The block's rows, one per index of its axis, rounded once; the copy kernel
             # repeats them over the other axes: [other axes..., axis, channels] reads row
             # i of the lookup row reversed (its Toeplitz convention, one distance = c elements).
-            emb = round_once(encode(np.multiply.outer(block.positions, block.freqs), plan.interleaved), plan.dtype)
+            emb = rounded(encode(np.multiply.outer(block.positions, block.freqs), plan.interleaved), plan.dtype)
             c = emb.shape[1]
             lut = np.ascontiguousarray(emb[::-1]).reshape(1, -1)
             view = np.moveaxis(cells[..., first : first + c], block.axis, axes - 1)
@@ -107,7 +107,7 @@ def _detr_block(counts: Any, n: int, along: int, plan: DetrSine) -> Tuple[np.nda
         lasts, which = np.unique(last, return_inverse=True)
         values = detr_positions(np.arange(n + 1)[None, :], lasts[:, None], True, plan.scale).reshape(-1)
         index = (which.reshape(last.shape) * (n + 1) + counts).reshape(-1)
-    table = round_once(detr_encode(values, plan.dim_t), plan.dtype)
+    table = rounded(detr_encode(values, plan.dim_t), plan.dtype)
     return table, np.ascontiguousarray(index, dtype=np.int64)
 
 
