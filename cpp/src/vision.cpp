@@ -1,78 +1,38 @@
 // The vision family's kernels (vision.hpp): Swin's relative position bias, each row
 // of the [N, N] block streamed as one contiguous slice of a per-(head, query column)
 // lookup row, and DETR's two-table gather. Compiled once per ISA.
+// 512-bit vectors on the AVX-512 path: these rows (144 elements for 12 x 12
+// windows) were compiled that wide before they shared chunks.hpp's sum, and at
+// 256 bits the float32 add of [16, 4, 144, 144] in cache took 1.15-1.2x the time
+// at one thread (AMD EPYC Zen 4, builds alternated in separate processes).
+#include "posenc/vector_width_512.hpp"
 #include "posenc/vision.hpp"
 
-#include <cstring>
-#include <type_traits>
-
+#include "posenc/chunks.hpp"
+#include "posenc/copy_row.hpp"
 #include "posenc/parallel.hpp"
-
-#if defined(__F16C__)
-#include <immintrin.h>  // F16C conversions: GCC 12 does not vectorise _Float16 <-> float itself
-#endif
 
 POSENC_BEGIN_TARGET
 namespace {
 
-// x + bias rounded once to T. float and double: the IEEE operation itself.
-// float16 and bfloat16: the sum in float32, then rounded to T. Rounding twice is
-// harmless here: float32's 24 bits are at least 2p + 2 for float16 (p = 11) and
-// bfloat16 (p = 8), and for +, −, ×, ÷ and √ an intermediate of 2p + 2 bits rounds
-// to the same p-bit result as rounding the exact value once (Figueroa, "When is
-// double rounding innocuous?", SIGNUM 1995). float16 results never reach float32's
-// subnormals, and bfloat16 values below 2^-126 add exactly in float32 (multiples
-// of 2^-133). Conversions are written so loops vectorise: _Float16 becomes F16C's
-// vcvtph2ps/vcvtps2ph where the ISA has it (a libgcc call in the baseline build),
-// bfloat16 is integer shifts with round-to-nearest-even.
-// Each dtype's storage as the kernel addresses it, and its sum rounded once.
-template <class T> struct Lane { using S = T; static S sum(S x, S b) { return x + b; } };  // float, double
-template <> struct Lane<half_t> {
-    using S = _Float16;
-    static S sum(S x, S b) { return static_cast<S>(static_cast<float>(x) + static_cast<float>(b)); }
-};
-template <> struct Lane<bfloat16_t> {
-    using S = std::uint16_t;
-    static float widen(S h) { return __builtin_bit_cast(float, static_cast<std::uint32_t>(h) << 16); }
-    static S narrow(float f) {
-        const std::uint32_t u = __builtin_bit_cast(std::uint32_t, f);
-        const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // nearest, ties to even
-        const std::uint32_t quiet = (u >> 16) | 0x40u;                          // a NaN stays a NaN
-        return static_cast<S>((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
-    }
-    static S sum(S x, S b) { return narrow(widen(x) + widen(b)); }
-};
-
-// One row of n elements: out = x + bias (kAdd) or bias. x may be out itself: each
-// element is read before it is written, `omp simd` asserts lanes are independent.
-// The pointers are the storage type S of T (same size and bits) so loops vectorise.
+// One row of n elements: out = x + bias rounded once (kAdd: the row sum of every
+// kernel, chunks.hpp's add_rows) or a copy of bias (copy_row.hpp). x may be out
+// itself. These rows had a loop of their own, whose bfloat16 sums went through
+// integer rounding and word shuffles (bfloat16 add_swin_bias [16, 4, 144, 144] in
+// cache took 1.69x float32's time at one thread) and whose float16 sums were 8
+// F16C lanes. Against that loop (AMD EPYC Zen 4, medians of 7, builds alternated
+// in separate processes, three pairs, 1 / 2 threads): bfloat16 0.67 / 0.55x the
+// time on [16, 4, 144, 144] and 0.70 / 0.65x on [256, 4, 144, 144], float16
+// 0.70 / 0.65x and 0.80 / 0.95x; float32 and float64 within the noise (0.8-1.2x).
 template <bool kAdd, bool kContiguous, class T>
-inline void row(const T* x_t, std::int64_t xcs, const T* __restrict bias_t, T* out_t, std::int64_t ocs,
-                std::int64_t n) {
-    using S = typename Lane<T>::S;
-    static_assert(sizeof(S) == sizeof(T), "storage and lane types must have one size");
-    const S* x = reinterpret_cast<const S*>(x_t);
-    const S* __restrict bias = reinterpret_cast<const S*>(bias_t);
-    S* out = reinterpret_cast<S*>(out_t);
+inline void row(const T* x, std::int64_t xcs, const T* bias, T* out, std::int64_t ocs, std::int64_t n) {
     if (kContiguous) xcs = ocs = 1;
-    if (!kAdd && kContiguous) {
-        std::memcpy(out, bias, static_cast<std::size_t>(n) * sizeof(S));
+    if (kAdd) {
+        add_rows<kContiguous>(x, xcs, bias, 1, out, ocs, n);
         return;
     }
-    std::int64_t j = 0;
-#if defined(__F16C__)
-    if constexpr (kAdd && kContiguous && sizeof(T) == 2 && !std::is_same_v<S, std::uint16_t>) {
-        // float16, 8 lanes at a time: widen exactly, add in float32, round once to nearest even.
-        for (; j + 8 <= n; j += 8) {
-            const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + j)));
-            const __m256 bv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bias + j)));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
-                             _mm256_cvtps_ph(_mm256_add_ps(xv, bv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        }
-    }
-#endif
-#pragma omp simd
-    for (std::int64_t k = j; k < n; ++k) out[k * ocs] = kAdd ? Lane<T>::sum(x[k * xcs], bias[k]) : bias[k];
+    using U = Bits<T>;
+    copy_row(reinterpret_cast<U*>(out), ocs, reinterpret_cast<const U*>(bias), 1, n, rows_copied_by_loop());
 }
 
 // Work items (rows of an operand, pixels) in memory order of a C-contiguous
@@ -86,7 +46,9 @@ void bias(const SwinArgs& a, const void* x_v, const RowLayout* xl, void* out_v, 
     const T* lut = static_cast<const T*>(a.lut);
     const std::int64_t ww = a.ww, n = a.wh * ww, lut_len = (2 * a.wh - 1) * ww;
     const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
-    parallel_blocks(ol.batches * n, n * static_cast<std::int64_t>(sizeof(T)), kBlockBytes, n, [&](std::int64_t begin, std::int64_t end) {
+    // Blocks counted in the arithmetic's bytes (Wide<T>) when adding: a float16 sum costs what a float32 one does.
+    const auto item_bytes = static_cast<std::int64_t>(kAdd ? sizeof(Wide<T>) : sizeof(T));
+    parallel_blocks(ol.batches * n, n * item_bytes, kBlockBytes, n, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t item = begin; item < end; ++item) {
             const std::int64_t b = item / n, n1 = item % n, i1 = n1 / ww, j1 = n1 % ww;
             const T* src = lut + ((b % a.heads) * ww + j1) * lut_len + (a.wh - 1 - i1) * ww;
@@ -100,15 +62,6 @@ void bias(const SwinArgs& a, const void* x_v, const RowLayout* xl, void* out_v, 
 
 // ---------------------------------------------------------------- DETR
 
-template <class U>
-inline void copy_row(const U* __restrict src, U* __restrict dst, std::int64_t cs, std::int64_t n) {
-    if (cs == 1) {
-        std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(U));
-        return;
-    }
-    for (std::int64_t j = 0; j < n; ++j) dst[j * cs] = src[j];
-}
-
 // U is an unsigned integer of the element width: the gather never looks at values.
 template <class U>
 void detr(const DetrArgs& a, void* out_v, const RowLayout& ol) {
@@ -117,11 +70,12 @@ void detr(const DetrArgs& a, void* out_v, const RowLayout& ol) {
     const U* xt = static_cast<const U*>(a.x_table);
     const std::int64_t f = a.feats, cs = ol.col_stride;
     const std::int64_t items = ol.batches * a.rows;
+    const bool by_loop = rows_copied_by_loop();
     parallel_blocks(items, 2 * f * static_cast<std::int64_t>(sizeof(U)), kBlockBytes, 2 * f, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t p = begin; p < end; ++p) {
             U* dst = out + ol.batch_offsets[p / a.rows] + (p % a.rows) * ol.row_stride;
-            copy_row(yt + a.y_index[p % a.y_period] * f, dst, cs, f);
-            copy_row(xt + a.x_index[p % a.x_period] * f, dst + f * cs, cs, f);
+            copy_row(dst, cs, yt + a.y_index[p % a.y_period] * f, 1, f, by_loop);
+            copy_row(dst + f * cs, cs, xt + a.x_index[p % a.x_period] * f, 1, f, by_loop);
         }
     });
 }
