@@ -336,6 +336,32 @@ def test_add_swin_bias_large_threads(isa):
     posenc.set_num_threads(None)
 
 
+def test_swin_bias_binding_checks_what_it_is_given(isa):
+    """native.swin_bias builds the lookup rows from Swin's table itself: from any strides, and it refuses a
+    table of another shape, dtype or alignment, which it would otherwise read out of bounds."""
+    native = posenc._backend.native
+    rng = np.random.default_rng(4)
+    wh, ww, heads = 3, 2, 2
+    table = rng.standard_normal(((2 * wh - 1) * (2 * ww - 1), heads)).astype(np.float32)
+    expected = swin_bias_closed(table, wh, ww).astype(np.float32)
+    for t in (table, np.asfortranarray(table), np.ascontiguousarray(table[::-1])[::-1], strided_view(table, rng)):
+        out = np.full((heads, wh * ww, wh * ww), 7, np.float32)
+        native.swin_bias(None, out, t, wh, ww)
+        np.testing.assert_array_equal(out, expected)
+    out = np.full((heads, wh * ww, wh * ww), 7, np.float32)
+    for bad in (table[1:], table[:, :1], table.reshape(-1), np.vstack([table, table])):
+        with pytest.raises(ValueError, match="table must be"):
+            native.swin_bias(None, out, bad, wh, ww)
+    with pytest.raises(TypeError, match="dtype of out"):
+        native.swin_bias(None, out, table.astype(np.float64), wh, ww)
+    raw = np.frombuffer(bytearray(table.nbytes + 1), np.uint8)[1:].view(np.float32).reshape(table.shape)
+    with pytest.raises(ValueError, match="aligned"):
+        native.swin_bias(None, out, raw, wh, ww)
+    with pytest.raises(ValueError, match="window sides"):
+        native.swin_bias(None, out, table, 0, ww)
+    assert (out == 7).all()
+
+
 def test_add_swin_bias_table_rounded_to_scores_dtype(isa):
     table = np.random.default_rng(2).standard_normal((9, 2))  # float64
     scores = np.zeros((2, 4, 4), np.float16)

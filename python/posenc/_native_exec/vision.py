@@ -71,16 +71,9 @@ def grid_rows(plan: SinusoidalGridRows) -> Any:
 @_api.native(SwinBias)
 def swin_bias(plan: SwinBias) -> Any:
     wh, ww = plan.window
-    heads = plan.table.shape[1]
-    # One lookup row per (head, query column j1): the runs of every row offset end to
-    # end, so that each row of N is one contiguous slice (cpp/include/posenc/vision.hpp):
-    # lut[h, j1, q·ww + j2] = table[(2wh − 2 − q)·(2ww − 1) + (j1 − j2 + ww − 1), h].
-    by_offset = plan.table.T.reshape(heads, 2 * wh - 1, 2 * ww - 1)[:, ::-1, :]  # [h, q, column offset]
-    j = np.arange(ww)
-    runs = by_offset[:, :, j[:, None] - j[None, :] + (ww - 1)]  # [h, q, j1, j2]
-    lut = np.ascontiguousarray(runs.transpose(0, 2, 1, 3)).reshape(heads, ww, (2 * wh - 1) * ww)
+    table = aligned(plan.table)  # the binding builds the lookup rows from it (cpp/bindings/vision.cpp)
     x = None if plan.scores is None else aligned(plan.scores)
-    dest = write(plan.out, plan.shape, plan.dtype, lambda d: native.swin_bias(x, d, lut, wh, ww))
+    dest = write(plan.out, plan.shape, plan.dtype, lambda d: native.swin_bias(x, d, table, wh, ww))
     return _api.returned(plan.out, dest)
 
 
