@@ -113,9 +113,9 @@ void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_
 
 // ---------------------------------------------------------------- ALiBi's rows
 
-// The same values as the NumPy lookup rows of the executor's alibi_bias (slope·d in float64, then
-// round_once): built here, a decode step's add_alibi is one call instead of half a dozen NumPy
-// operations on a few elements, in every dtype.
+// The values of alibi_bias's lookup rows (slope·d in float64, rounded once), built here so that a
+// decode step's add_alibi is one call instead of half a dozen NumPy operations on a few elements, in
+// every dtype.
 template <class T>
 void alibi_rows(const double* slopes, std::int64_t heads, std::int64_t first, std::int64_t length, bool symmetric,
                 void* out) {
