@@ -12,9 +12,7 @@ std::string shape_of(const py::array& a) {
     for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
     return s + (a.ndim() == 1 ? ",)" : ")");
 }
-}  // namespace
 
-namespace {
 // The type number NumPy gave ml_dtypes' bfloat16 when it was registered, once known (0 before). A
 // registered type keeps its number, at least NPY_USERDEF (256), for the life of the process, so the
 // name is read only until a bfloat16 array has been seen. The name is a Python-level property, and a
