@@ -620,6 +620,19 @@ def test_alibi_add_binding_checks_what_it_is_given(isa):
     assert (scores == 7).all()
     native.alibi_add(scores, scores, slopes, 1, True)
     same_bits(scores, ref.add_alibi(np.full((2, 3, 4), 7, np.float32), offset=1, symmetric=True))
+    # The rows alone (alibi_bias streams them): where they go, and what they refuse.
+    lut = np.full((2, 6), 7, np.float32)
+    native.alibi_rows(slopes, lut, -2, False)
+    same_bits(lut, (slopes[:, None] * np.arange(-2, 4)).astype(np.float32))
+    for bad in (np.empty(12, np.float32), np.empty((2, 12), np.float32)[:, ::2], np.empty((3, 6), np.float32)):
+        with pytest.raises(ValueError, match="lut|slopes"):
+            native.alibi_rows(slopes, bad, 0, False)
+    readonly = np.empty((2, 6), np.float32)
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        native.alibi_rows(slopes, readonly, 0, False)
+    with pytest.raises(ValueError, match="2\\*\\*54"):
+        native.alibi_rows(slopes, lut, -(2**54) - 1, False)
     # Half precision: the rows rounded once (slope·d lands between float16 values at these distances).
     for dtype in FLOAT_DTYPES:
         halves = np.full((2, 3, 40), 7, dtype)

@@ -109,19 +109,34 @@ py::array bucket_rows(py::array table, py::array buckets) {
     return rows;
 }
 
+// ALiBi's lookup rows (the kernels' alibi_rows): lut [heads, length] ← slope_h·d for the distances
+// d = first, first + 1, … (−slope_h·|d| when symmetric), rounded once to lut's dtype. The one
+// evaluation of those rows on the native side: alibi_bias streams them, alibi_add adds them.
+void alibi_rows(py::array slopes, py::array lut, std::int64_t first, bool symmetric) {
+    const DType dt = float_dtype(lut, "lut");
+    require_writeable(lut, "lut");
+    if (lut.ndim() != 2 || !(lut.flags() & py::array::c_style) ||
+        reinterpret_cast<std::uintptr_t>(lut.data()) % static_cast<std::uintptr_t>(lut.itemsize()) != 0)
+        throw std::invalid_argument("lut must be a C-contiguous, aligned [heads, length] array");
+    const std::int64_t heads = lut.shape(0), length = lut.shape(1);
+    const double* s = float64_vector(slopes, heads, "slopes");
+    constexpr std::int64_t kMaxDistance = std::int64_t(1) << 54;  // |first| + length: no overflow below 2**63
+    if (first < -kMaxDistance || first > kMaxDistance || length > kMaxDistance)
+        throw std::invalid_argument("distances must lie within 2**54");
+    relative_kernels().alibi_rows[static_cast<int>(dt)](s, heads, first, length, symmetric, lut.mutable_data());
+}
+
 // out[..., heads, q, k] = x + ALiBi bias of query positions offset + i, the bias rounded once to the
-// scores' dtype (the kernels' alibi_rows) and the sum rounded once.
+// scores' dtype (alibi_rows) and the sum rounded once.
 void alibi_add(py::array x, py::array out, py::array slopes, std::int64_t offset, bool symmetric) {
-    const DType dt = float_dtype(x, "scores");
+    float_dtype(x, "scores");
     if (x.ndim() < 3) throw std::invalid_argument("scores must be [..., heads, q, k]");
     const std::int64_t heads = x.shape(x.ndim() - 3), rows = x.shape(x.ndim() - 2), cols = x.shape(x.ndim() - 1);
-    const double* s = float64_vector(slopes, heads, "slopes");
     constexpr std::int64_t kMaxPosition = std::int64_t(1) << 53;
     if (offset < -kMaxPosition || offset > kMaxPosition || rows > kMaxPosition || cols > kMaxPosition)
         throw std::invalid_argument("offset and lengths must lie within 2**53");
-    const std::int64_t length = rows + cols > 0 ? rows + cols - 1 : 0, first = -(rows - 1) - offset;
-    py::array lut(x.dtype(), {heads, length});
-    relative_kernels().alibi_rows[static_cast<int>(dt)](s, heads, first, length, symmetric, lut.mutable_data());
+    py::array lut(x.dtype(), {heads, rows + cols > 0 ? rows + cols - 1 : 0});
+    alibi_rows(slopes, lut, -(rows - 1) - offset, symmetric);
     toeplitz_add(x, out, lut);
 }
 
@@ -176,6 +191,7 @@ void register_relative(py::module_& m) {
     m.def("bucket_rows", &bucket_rows, py::arg("table"), py::arg("buckets"));
     add_alibi_signature();  // published now (lane.hpp)
     m.def("lane_add_alibi", &lane_add_alibi, py::arg("args"), py::arg("kwargs"));
+    m.def("alibi_rows", &alibi_rows, py::arg("slopes"), py::arg("lut"), py::arg("first"), py::arg("symmetric"));
     m.def("alibi_add", &alibi_add, py::arg("x"), py::arg("out"), py::arg("slopes"), py::arg("offset"),
           py::arg("symmetric"));
     m.def("t5_thresholds", &t5_thresholds, py::arg("half"), py::arg("max_exact"), py::arg("max_distance"));

@@ -4,7 +4,6 @@
 #include "posenc/relative.hpp"
 
 #include <cmath>
-#include <cstring>
 
 #include "posenc/chunks.hpp"
 #include "posenc/copy_row.hpp"

@@ -111,9 +111,9 @@ _kept_bucket_row = functools.lru_cache(maxsize=16)(_new_bucket_row)
 
 def _alibi_lut(slopes: np.ndarray, grid: DistanceGrid, symmetric: bool, dtype: np.dtype) -> np.ndarray:
     """[heads, length]: slope_h·d (or -slope_h·|d|) of each distance, in float64 rounded once to ``dtype``."""
-    d = _distances(grid)
-    d = (-np.abs(d) if symmetric else d).astype(np.float64)
-    return rounded(slopes[:, None] * d[None, :], dtype)
+    lut = np.empty((slopes.shape[0], grid.length), dtype)
+    native.alibi_rows(slopes, lut, grid.first, symmetric)
+    return lut
 
 
 # ---------------------------------------------------------------- executors
@@ -192,8 +192,7 @@ def alibi_bias(plan: AlibiBias) -> Any:
 @_api.native(AlibiAdd)
 def add_alibi(plan: AlibiAdd) -> Any:
     x, grid, slopes, symmetric, out = plan
-    # The binding builds the rows _alibi_lut would (slope·d in float64, rounded once), in one call: a decode
-    # step's path.
+    # The binding builds the rows _alibi_lut does (alibi_rows) and adds them, in one call: a decode step's path.
     x = aligned(x)
 
     def kernel(d: np.ndarray) -> None:
