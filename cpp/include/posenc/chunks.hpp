@@ -193,7 +193,13 @@ POSENC_BLOCK_INLINE void add_rows(const T* x, std::int64_t xs, const T* y, std::
     // does, was measured on an AMD EPYC Zen 4 (AVX-512 ÷ AVX2 copy's time,
     // switched call by call, against the same before): ALiBi and T5 adds
     // 0.81-1.02x, but embedding_add 1.04-1.18x at one thread ([4, 2048, 1024]
-    // and [8, 512, 768]; 0.75-1.04x at two); not adopted.
+    // and [8, 512, 768]; 0.75-1.04x at two); not adopted. Nor an in-place
+    // branch (x == out) that loads and stores through one pointer, as a
+    // standalone copy of Swin's loop ran faster that way: in the kernels, on
+    // the same Zen 4 (switched call by call, float32/float16/float64, 1 and 2
+    // threads, three runs), Swin, ALiBi, T5 adds and embedding_add took
+    // 0.77-1.32x the time; only float32 embedding_add at one thread was
+    // faster in every run (0.77-0.97x).
     for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
         W xb[kBlock], yb[kBlock], ob[kBlock];
         const W* xw = read_chunk(x + j0 * xs, xs, m, xb);
