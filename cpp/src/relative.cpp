@@ -46,15 +46,6 @@ inline void for_each_row(const ToeplitzArgs& a, std::int64_t batches, std::int64
     });
 }
 
-// Whether the operand's rows follow each other in memory, batch after batch
-// (a C-contiguous operand): row k of the walk then starts k·cols after row 0.
-inline bool rows_follow(const RowLayout& l, std::int64_t rows, std::int64_t cols) {
-    if (l.col_stride != 1 || l.row_stride != cols) return false;
-    for (std::int64_t b = 1; b < l.batches; ++b)
-        if (l.batch_offsets[b] - l.batch_offsets[b - 1] != rows * cols) return false;
-    return true;
-}
-
 // Prefetches the n elements kAheadBytes past the n at x, clipped to the
 // `left` rows of n elements that follow them (prefetch.hpp). Measured on one
 // thread against a read-modify-write pass of the same buffer: float32 Swin

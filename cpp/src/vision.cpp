@@ -12,6 +12,8 @@
 #include "posenc/copy_row.hpp"
 #include "posenc/parallel.hpp"
 
+#include <type_traits>
+
 POSENC_BEGIN_TARGET
 namespace {
 
@@ -59,15 +61,31 @@ void bias(const SwinArgs& a, const void* x_v, const RowLayout* xl, void* out_v, 
     const bool contiguous = ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
     // Blocks counted in the arithmetic's bytes (Wide<T>) when adding: a float16 sum costs what a float32 one does.
     const auto item_bytes = static_cast<std::int64_t>(kAdd ? sizeof(Wide<T>) : sizeof(T));
-    parallel_blocks(ol.batches * n, n * item_bytes, kBlockBytes, n, [&](std::int64_t begin, std::int64_t end) {
+    // C-contiguous operands (rows_follow) find row `item` at item·n from their first, with no
+    // offsets loaded and multiplied per row. On an AMD EPYC Zen 4 (calls switched one by one,
+    // medians of 8, 1 / 2 threads) that took, of the offsets' time: float32 [16, 4, 144, 144]
+    // 0.79 / 0.86, [64, 3, 49, 49] 0.78 / 0.89, [256, 4, 144, 144] 0.97 / 0.98; float64
+    // 0.87-0.93 / 0.73-0.97; bfloat16 0.93-0.96 / 0.92-0.95; float16 0.97-1.00 / 0.96-0.97.
+    const bool follow = ol.batches > 0 && rows_follow(ol, n, n) && (!kAdd || rows_follow(*xl, n, n));
+    const T* x0 = follow && kAdd ? x + xl->batch_offsets[0] : nullptr;
+    T* o0 = follow ? out + ol.batch_offsets[0] : nullptr;
+    const auto rows = [&](auto follows, std::int64_t begin, std::int64_t end) POSENC_BLOCK_BODY {
         for (std::int64_t item = begin; item < end; ++item) {
             const std::int64_t b = item / n, n1 = item % n, i1 = n1 / ww, j1 = n1 % ww;
             const T* src = lut + ((b % a.heads) * ww + j1) * lut_len + (a.wh - 1 - i1) * ww;
-            const T* xi = kAdd ? x + xl->batch_offsets[b] + n1 * xl->row_stride : nullptr;
-            T* oi = out + ol.batch_offsets[b] + n1 * ol.row_stride;
-            if (contiguous) row<kAdd, true>(xi, 1, src, oi, 1, n);
-            else row<kAdd, false>(xi, kAdd ? xl->col_stride : 0, src, oi, ol.col_stride, n);
+            if constexpr (decltype(follows)::value) {
+                row<kAdd, true>(kAdd ? x0 + item * n : nullptr, 1, src, o0 + item * n, 1, n);
+            } else {
+                const T* xi = kAdd ? x + xl->batch_offsets[b] + n1 * xl->row_stride : nullptr;
+                T* oi = out + ol.batch_offsets[b] + n1 * ol.row_stride;
+                if (contiguous) row<kAdd, true>(xi, 1, src, oi, 1, n);
+                else row<kAdd, false>(xi, kAdd ? xl->col_stride : 0, src, oi, ol.col_stride, n);
+            }
         }
+    };
+    parallel_blocks(ol.batches * n, n * item_bytes, kBlockBytes, n, [&](std::int64_t begin, std::int64_t end) {
+        if (follow) rows(std::true_type{}, begin, end);
+        else rows(std::false_type{}, begin, end);
     });
 }
 
