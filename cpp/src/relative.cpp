@@ -89,7 +89,7 @@ void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_
     // Rows found from their number alone where both operands' rows follow each other, as vision.cpp's
     // Swin bias finds them (0.73-1.00x its time there), took 0.85-1.21x the time here on a Zen 4 (ALiBi and
     // T5 adds, four formats, 1 and 2 threads, calls switched one by one; float32 windows [256, 4, 144,
-    // 144] 1.21x and float16 1.08-1.12x at one thread, bfloat16 0.89-0.96x): for_each_row's stepped
+    // 144] 1.21x and float16 1.02-1.12x at one thread, bfloat16 0.89-1.02x): for_each_row's stepped
     // indices already leave little per row. Not adopted.
     // Blocks are counted in the bytes of the arithmetic (Wide<T>), not of the storage: a float16 element
     // costs what a float32 one does, and in 256 KiB blocks of storage float16 scores [8, 64, 256] were one
