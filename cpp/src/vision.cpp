@@ -45,11 +45,14 @@ inline void row(const T* x, std::int64_t xcs, const T* bias, T* out, std::int64_
 // time ÷ this loop's): each row's place stepped along instead of divided out
 // (as relative.cpp's for_each_row does), 0.94-1.06x; and the per-head
 // [N, N] blocks copied out of the lookup rows once per call (what users
-// cache), then added block by block, 0.94-1.50x. In cache the add is slower
-// than adding such a cached block (float32 [16, 4, 144, 144], three runs:
-// 0.44-0.49 of a read-modify-write pass at 2 threads, PyTorch's `add_`
-// 1.1-1.6x faster; at one thread NumPy's `np.add` and `add_` 1.2-1.3x).
-// Their best time ÷ this add's: [64, ...] 0.82-1.40, [256, ...] 1.00-1.38.
+// cache), then added block by block, 0.94-1.50x. Against adding such a
+// cached block with NumPy's `np.add` or PyTorch's `add_` (float32, calls
+// alternated in one process), before rows found from their number (below):
+// [16, 4, 144, 144] 0.44-0.49 of a read-modify-write pass at 2 threads, the
+// best of those 1.1-1.6x faster (1.2-1.3x at one thread); their best time ÷
+// this add's [64, ...] 0.82-1.40, [256, ...] 1.00-1.38. After (one run at one
+// thread, two at two): [16, ...] 0.61-0.70 of the pass and 0.95-1.03,
+// [64, ...] 1.27-1.59, [256, ...] 1.09-1.32.
 constexpr std::int64_t kBlockBytes = std::int64_t(1) << 17;
 
 template <bool kAdd, class T>
