@@ -40,12 +40,12 @@ inline void row(const T* x, std::int64_t xcs, const T* bias, T* out, std::int64_
 // Work items (rows of an operand, pixels) in memory order of a C-contiguous
 // operand, streamed in blocks of about kBlockBytes of output (parallel_blocks).
 // Two forms of bias's loop measured on an AMD EPYC Zen 4 and not adopted
-// (switched call by call in one process, float32/float16/bfloat16,
-// [16, 4, 144, 144], [256, 4, 144, 144] and [64, 3, 49, 49], 1 and 2 threads,
-// time ÷ this loop's): each row's place stepped along instead of divided out
-// (as relative.cpp's for_each_row does), 0.94-1.06x; and the per-head
-// [N, N] blocks copied out of the lookup rows once per call (what users
-// cache), then added block by block, 0.94-1.50x. Against adding such a
+// (switched call by call in one process, [16, 4, 144, 144], [256, 4, 144, 144]
+// and [64, 3, 49, 49], 1 and 2 threads, time ÷ this loop's): each row's place
+// stepped along instead of divided out (as relative.cpp's for_each_row does;
+// float32, float16, bfloat16), 0.94-1.06x; and the per-head [N, N] blocks
+// copied out of the lookup rows once per call (what users cache), then added
+// block by block (float32, float16), 0.94-1.50x. Against adding such a
 // cached block with NumPy's `np.add` or PyTorch's `add_` (float32, calls
 // alternated in one process), before rows found from their number (below):
 // [16, 4, 144, 144] 0.44-0.49 of a read-modify-write pass at 2 threads, the
