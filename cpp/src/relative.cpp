@@ -90,7 +90,12 @@ void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_
     // Swin bias finds them (0.73-1.00x its time there), took 0.85-1.21x the time here on a Zen 4 (ALiBi and
     // T5 adds, four formats, 1 and 2 threads, calls switched one by one; float32 windows [256, 4, 144,
     // 144] 1.21x and float16 1.02-1.12x at one thread, bfloat16 0.89-1.02x): for_each_row's stepped
-    // indices already leave little per row. Not adopted.
+    // indices already leave little per row. Not adopted. Nor the contiguous case as an instantiation of
+    // the whole row loop (its branch hoisted out of the loop; a standalone copy of this kernel on the
+    // same buffers took 0.80-0.89x the time that way, and 0.70-0.76x with plain nested loops over b and
+    // i): in the kernels float32 ALiBi windows [16, 4, 144, 144] took 0.70x the time and T5 [8, 8, 64,
+    // 256] 0.64x at one thread, but float16 windows [256, ...] and T5 [8, 8, 64, 256] 1.08-1.09x at
+    // one and two threads, and float64 T5 [8, 8, 64, 256] 1.08x at one (0.64-1.09x over 40 cases).
     // Blocks are counted in the bytes of the arithmetic (Wide<T>), not of the storage: a float16 element
     // costs what a float32 one does, and in 256 KiB blocks of storage float16 scores [8, 64, 256] were one
     // block, left to one thread (1.6x float32's time at 2 threads, AMD EPYC Zen 4).
