@@ -92,7 +92,7 @@ void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_
     // 144] 1.21x and float16 1.02-1.12x at one thread, bfloat16 0.89-1.02x): for_each_row's stepped
     // indices already leave little per row. Not adopted. Nor the contiguous case as an instantiation of
     // the whole row loop (its branch hoisted out of the loop; a standalone copy of this kernel on the
-    // same buffers took 0.80-0.89x the time that way, and 0.70-0.76x with plain nested loops over b and
+    // same buffers took 0.81-0.90x the time that way, and 0.67-0.81x with plain nested loops over b and
     // i): in the kernels float32 ALiBi windows [16, 4, 144, 144] took 0.70x the time and T5 [8, 8, 64,
     // 256] 0.64x at one thread, but float16 windows [256, ...] and T5 [8, 8, 64, 256] 1.08-1.09x at
     // one and two threads, and float64 T5 [8, 8, 64, 256] 1.08x at one (0.64-1.09x over 40 cases).
