@@ -197,9 +197,9 @@ POSENC_BLOCK_INLINE void add_rows(const T* x, std::int64_t xs, const T* y, std::
     // branch (x == out) that loads and stores through one pointer, as a
     // standalone copy of Swin's loop ran faster that way: in the kernels, on
     // the same Zen 4 (switched call by call, float32/float16/float64, 1 and 2
-    // threads, three runs), Swin, ALiBi, T5 adds and embedding_add took
-    // 0.77-1.32x the time; only float32 embedding_add at one thread was
-    // faster in every run (0.77-0.97x).
+    // threads, three runs), Swin, ALiBi and T5 adds took 0.80-1.13x the time.
+    // (embedding_add was timed too, but with its table converted inside each
+    // timed call by the script: not a measurement of the sum.)
     for_row<kDirect<T, kContiguous>>(n, [&](std::int64_t j0, auto m) POSENC_BLOCK_BODY {
         W xb[kBlock], yb[kBlock], ob[kBlock];
         const W* xw = read_chunk(x + j0 * xs, xs, m, xb);
