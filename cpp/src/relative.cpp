@@ -9,6 +9,7 @@
 #include "posenc/copy_row.hpp"
 #include "posenc/parallel.hpp"
 #include "posenc/prefetch.hpp"
+#include "posenc/rows_follow.hpp"
 
 POSENC_BEGIN_TARGET
 namespace {

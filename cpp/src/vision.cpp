@@ -11,6 +11,7 @@
 #include "posenc/chunks.hpp"
 #include "posenc/copy_row.hpp"
 #include "posenc/parallel.hpp"
+#include "posenc/rows_follow.hpp"
 
 #include <type_traits>
 
