@@ -27,22 +27,40 @@ inline const char* lut_row(const ToeplitzArgs& a, std::size_t item_size, std::in
 // streamed in blocks of about kBlockBytes of output (parallel_blocks).
 constexpr std::int64_t kBlockBytes = std::int64_t(1) << 18;
 
+// body(b, h, i, count, left) for rows i .. i + count − 1 of batch b, whose head is
+// h = b mod lut_rows: a run of consecutive rows of one batch, with `left` rows
+// of the same block after it. Within a run every row pointer moves by a
+// constant step (the lookup row back by `step`, the operands by their row
+// stride), so bodies step pointers and no row works out its place: rows of
+// Swin-sized windows are a few hundred bytes, and the place of each (its
+// batch offset loaded, row strides multiplied, the invariants reloaded from
+// the stack) cost as much as the row's add. Against rows placed one by one
+// (AMD EPYC Zen 4, calls switched one by one in one process, medians of 8,
+// 1 / 2 threads), time ÷ theirs: the add on ALiBi windows [16, 4, 144, 144]
+// float32 0.81 / 0.81, float16 0.74 / 0.75, bfloat16 0.66 / 0.69, float64
+// 0.91 / 0.92; on [256, 4, 144, 144] 0.74-1.01 (float32 and float64 at two
+// threads, out of cache, 1.01); T5 [8, 8, 64, 256] 0.73-0.96; rows of 1024
+// ([1, 16, 1024, 1024], ALiBi and T5) 0.95-1.06. The copy's short rows
+// (alibi_bias [4, 144, 144], t5_bias [16, 64, 64] and [16, 256, 256]) 0.75-1.02
+// over two runs in float32, float16 and float64 (float32 t5_bias
+// [16, 256, 256] at two threads 1.17 in one, 0.77 in the other); its long
+// ones (alibi_bias [16, 1024, 1024], relative_positions [4096, 4096])
+// 0.56-1.38, from one build to the next, whose copy loops are the same
+// instructions: there this change is not what decides. Each step alone had
+// been mixed: rows found from their number (0.85-1.21x), the contiguous
+// branch hoisted out of the row loop (0.64-1.09x).
 template <class Body>
-inline void for_each_row(const ToeplitzArgs& a, std::int64_t batches, std::int64_t item_size, Body&& body) {
-    // body(b, h, i, left) for row i of batch b, whose head is h = b mod lut_rows,
-    // with `left` rows of the same block after it. The indices advance by
-    // increments: rows of Swin-sized windows are a few hundred bytes, and
-    // three integer divisions per row cost as much as the add.
+inline void for_each_run(const ToeplitzArgs& a, std::int64_t batches, std::int64_t item_size, Body&& body) {
     parallel_blocks(batches * a.rows, a.cols * a.step * item_size, kBlockBytes, a.cols * a.step,
                     [&](std::int64_t first, std::int64_t end) {
         std::int64_t b = first / a.rows, i = first % a.rows, h = b % a.lut_rows;
-        for (std::int64_t item = first; item < end; ++item) {
-            body(b, h, i, end - 1 - item);
-            if (++i == a.rows) {
-                i = 0;
-                ++b;
-                h = h + 1 == a.lut_rows ? 0 : h + 1;
-            }
+        for (std::int64_t item = first; item < end;) {
+            const std::int64_t count = end - item < a.rows - i ? end - item : a.rows - i;
+            item += count;
+            body(b, h, i, count, end - item);
+            i = 0;
+            ++b;
+            h = h + 1 == a.lut_rows ? 0 : h + 1;
         }
     });
 }
@@ -75,10 +93,23 @@ void copy(const ToeplitzArgs& a, void* out_v, const RowLayout& ol) {
     U* out = static_cast<U*>(out_v);
     const std::int64_t n = a.cols * a.step, cs = ol.col_stride;
     const bool by_loop = rows_copied_by_loop();
-    for_each_row(a, ol.batches, sizeof(U), [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t) {
+    for_each_run(a, ol.batches, sizeof(U), [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t count, std::int64_t) {
         const U* src = reinterpret_cast<const U*>(lut_row(a, sizeof(U), h, i));
-        copy_row(out + ol.batch_offsets[b] + i * ol.row_stride, cs, src, 1, n, by_loop);
+        U* dst = out + ol.batch_offsets[b] + i * ol.row_stride;
+        for (std::int64_t k = 0; k < count; ++k, src -= a.step, dst += ol.row_stride) copy_row(dst, cs, src, 1, n, by_loop);
     });
+}
+
+// `count` rows of the sum out = x + bias, each row's lookup row `bias_step` before the last one's. x
+// and out are either the same memory or disjoint (the Python layer refuses partial overlap). The
+// contiguous case is its own instantiation, compiled without strides.
+template <bool kContiguous, class T>
+void add_run(const T* bias, std::int64_t bias_step, const T* x, std::int64_t xrs, std::int64_t xcs, T* out,
+             std::int64_t ors, std::int64_t ocs, std::int64_t n, std::int64_t count, std::int64_t left, bool prefetch) {
+    for (std::int64_t k = 0; k < count; ++k, bias -= bias_step, x += xrs, out += ors) {
+        if (prefetch) prefetch_ahead(x, n, left + count - 1 - k);
+        add_rows<kContiguous>(x, xcs, bias, 1, out, ocs, n);
+    }
 }
 
 template <class T>
@@ -87,28 +118,19 @@ void add(const ToeplitzArgs& a, const void* x_v, const RowLayout& xl, void* out_
     T* out = static_cast<T*>(out_v);
     const bool contiguous = xl.col_stride == 1 && ol.col_stride == 1;
     const bool prefetch = relative_adds_prefetch() && rows_follow(xl, a.rows, a.cols);
-    // Rows found from their number alone where both operands' rows follow each other, as vision.cpp's
-    // Swin bias finds them (0.73-1.00x its time there), took 0.85-1.21x the time here on a Zen 4 (ALiBi and
-    // T5 adds, four formats, 1 and 2 threads, calls switched one by one; float32 windows [256, 4, 144,
-    // 144] 1.21x and float16 1.02-1.12x at one thread, bfloat16 0.89-1.02x): for_each_row's stepped
-    // indices already leave little per row. Not adopted. Nor the contiguous case as an instantiation of
-    // the whole row loop (its branch hoisted out of the loop; a standalone copy of this kernel on the
-    // same buffers took 0.81-0.90x the time that way, and 0.67-0.81x with plain nested loops over b and
-    // i): in the kernels float32 ALiBi windows [16, 4, 144, 144] took 0.70x the time and T5 [8, 8, 64,
-    // 256] 0.64x at one thread, but float16 windows [256, ...] and T5 [8, 8, 64, 256] 1.08-1.09x at
-    // one and two threads, and float64 T5 [8, 8, 64, 256] 1.08x at one (0.64-1.09x over 40 cases).
     // Blocks are counted in the bytes of the arithmetic (Wide<T>), not of the storage: a float16 element
     // costs what a float32 one does, and in 256 KiB blocks of storage float16 scores [8, 64, 256] were one
     // block, left to one thread (1.6x float32's time at 2 threads, AMD EPYC Zen 4).
-    for_each_row(a, ol.batches, sizeof(Wide<T>), [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t left) {
+    for_each_run(a, ol.batches, sizeof(Wide<T>), [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t count,
+                                                     std::int64_t left) {
         const T* bias = reinterpret_cast<const T*>(lut_row(a, sizeof(T), h, i));
         const T* xi = x + xl.batch_offsets[b] + i * xl.row_stride;
-        if (prefetch) prefetch_ahead(xi, a.cols, left);
         T* oi = out + ol.batch_offsets[b] + i * ol.row_stride;
-        // x and out are either the same memory or disjoint (the Python layer refuses partial overlap).
-        // The contiguous case is its own instantiation, compiled without strides.
-        if (contiguous) add_rows<true>(xi, 1, bias, 1, oi, 1, a.cols);
-        else add_rows<false>(xi, xl.col_stride, bias, 1, oi, ol.col_stride, a.cols);
+        if (contiguous)
+            add_run<true>(bias, a.step, xi, xl.row_stride, 1, oi, ol.row_stride, 1, a.cols, count, left, prefetch);
+        else
+            add_run<false>(bias, a.step, xi, xl.row_stride, xl.col_stride, oi, ol.row_stride, ol.col_stride, a.cols,
+                           count, left, prefetch);
     });
 }
 
