@@ -40,11 +40,16 @@ inline void row(const T* x, std::int64_t xcs, const T* bias, T* out, std::int64_
 
 // Work items (rows of an operand, pixels) in memory order of a C-contiguous
 // operand, streamed in blocks of about kBlockBytes of output (parallel_blocks).
-// Two forms of bias's loop measured on an AMD EPYC Zen 4 and not adopted
+// Three forms of bias's loop measured on an AMD EPYC Zen 4 and not adopted
 // (switched call by call in one process, [16, 4, 144, 144], [256, 4, 144, 144]
 // and [64, 3, 49, 49], 1 and 2 threads, time ÷ this loop's): each row's place
-// stepped along instead of divided out (as relative.cpp's for_each_row does;
-// float32, float16, bfloat16), 0.94-1.06x; and the per-head [N, N] blocks
+// stepped along instead of divided out (float32, float16, bfloat16),
+// 0.94-1.06x; rows in runs of one window row, their pointers stepped from row
+// to row (as relative.cpp's for_each_run, which made the ALiBi/T5 adds
+// 0.66-0.96x their time on short rows), 0.84-0.96x on float16/bfloat16 adds
+// and 0.89-0.95x on copies (swin_bias, four formats), 0.90-0.99x on float32
+// adds in cache and 0.98-1.04x on float64 ones, but 1.02-1.06x on float32
+// and float64 [256, ...] out of cache (tight ranges); and the per-head [N, N] blocks
 // copied out of the lookup rows once per call (what users cache), then added
 // block by block (float32, float16), 0.94-1.50x. Against adding such a
 // cached block with NumPy's `np.add` or PyTorch's `add_` (float32, calls
