@@ -480,7 +480,7 @@ inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, co
 // r − r0 holds that row's cos and sin.
 template <bool kInterleaved, bool kContiguous, std::int64_t kHalf, class T, class R>
 void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1, std::int64_t r0,
-                  std::int64_t r1, const R* ct, const R* st, const FloatTables& f, std::int64_t half) {
+                  std::int64_t r1, const R* ct, const R* st, const FloatTables& f, std::int64_t half, bool far) {
     const T* x = static_cast<const T*>(op.x);
     T* o = static_cast<T*>(op.out);
     const std::int64_t* xo = op.xl.offsets + g * op.units;
@@ -492,8 +492,9 @@ void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::i
         const std::int64_t k = (r - r0) * width;
         // Vectors are visited in memory order (see below), so for the usual
         // layouts a contiguous one's bytes a page (or more) ahead are those
-        // the next visits read and write (prefetch.hpp).
-        if (kContiguous) prefetch_far_lines<T>(reinterpret_cast<const char*>(x + xo[u] + r * xr) + ahead, bytes);
+        // the next visits read and write (prefetch.hpp); `far` is false for
+        // operands small enough to be in cache (kCachedBytes).
+        if (kContiguous && far) prefetch_far_lines<T>(reinterpret_cast<const char*>(x + xo[u] + r * xr) + ahead, bytes);
         rotate_vector<kInterleaved, kContiguous, kHalf>(x + xo[u] + r * xr, xs, o + oo[u] + r * orr, os, ct + k, st + k,
                                                         f.row(r - r0), half, op.cols, op.copy_tail);
     };
@@ -510,19 +511,19 @@ void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::i
 
 template <class T, class R>
 void rotate_units(const RopeArgs& a, const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1,
-                  std::int64_t r0, std::int64_t r1, const R* ct, const R* st, const FloatTables& f) {
+                  std::int64_t r0, std::int64_t r1, const R* ct, const R* st, const FloatTables& f, bool far) {
     const bool contiguous = op.xl.col_stride == 1 && op.ol.col_stride == 1;
     const std::int64_t h = a.half;
     if (a.interleaved) {
-        if (!contiguous) rotate_block<true, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
-        else if (h == 64) rotate_block<true, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
-        else if (h == 32) rotate_block<true, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
-        else rotate_block<true, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
+        if (!contiguous) rotate_block<true, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
+        else if (h == 64) rotate_block<true, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
+        else if (h == 32) rotate_block<true, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
+        else rotate_block<true, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
     } else {
-        if (!contiguous) rotate_block<false, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
-        else if (h == 64) rotate_block<false, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
-        else if (h == 32) rotate_block<false, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
-        else rotate_block<false, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h);
+        if (!contiguous) rotate_block<false, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
+        else if (h == 64) rotate_block<false, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
+        else if (h == 32) rotate_block<false, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
+        else rotate_block<false, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
     }
 }
 
@@ -672,6 +673,7 @@ void apply_as(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     // decode step (one row per sequence) stays on the calling thread, where
     // waking a pool would cost more than the work.
     const std::int64_t elements = a.groups * a.rows * cost;
+    const bool far = elements * static_cast<std::int64_t>(sizeof(T)) > kCachedBytes;  // prefetch.hpp
     int threads = plan_threads(row_blocks * units, elements / (4 * row_blocks * units) + 1);
     const std::int64_t slices = row_blocks < threads ? (units < threads ? units : threads) : 1;
     const std::int64_t items = row_blocks * slices;
@@ -716,7 +718,7 @@ void apply_as(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
         if (a.freq_heads > 0) {  // per-head frequencies (one operand): a table per unit
             for (std::int64_t u = u0; u < u1; ++u) {
                 const FloatTables f = tables(g, r0, r1, u % a.freq_heads);
-                rotate_units<T>(a, ops[0], g, u, u + 1, r0, r1, ct, st, f);
+                rotate_units<T>(a, ops[0], g, u, u + 1, r0, r1, ct, st, f, far);
             }
             return;
         }
@@ -725,7 +727,7 @@ void apply_as(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
         for (int i = 0; i < n_ops; ++i) {
             const std::int64_t lo = u0 > first ? u0 - first : 0;
             const std::int64_t hi = u1 - first < ops[i].units ? u1 - first : ops[i].units;
-            if (lo < hi) rotate_units<T>(a, ops[i], g, lo, hi, r0, r1, ct, st, f);
+            if (lo < hi) rotate_units<T>(a, ops[i], g, lo, hi, r0, r1, ct, st, f, far);
             first += ops[i].units;
         }
     });

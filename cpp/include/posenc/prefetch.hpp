@@ -98,6 +98,18 @@ inline bool far_into_l2() { return sizeof(T) > 2 && prefetch_far_into_l2(); }
 template <class T>
 inline std::int64_t far_ahead_bytes() { return far_into_l2<T>() ? 4 * kAheadBytes : kAheadBytes; }
 
+// Operands of at most this many bytes in all (a decode step's q and k, a
+// short prompt's) are taken to be in cache already, where far-ahead
+// prefetches cost their instructions and fetch nothing: the rotation
+// (rope.cpp) issues none for them. AMD EPYC Zen 4, apply_rope on
+// [1, S, 32, 128] and decode steps [32 or 64, 1, 32, 128] in place, without
+// ÷ with, calls switched one by one, medians, 1 / 2 threads: float32 of
+// 0.5-8 MiB 0.84-0.89 / 0.85-0.93, 16 MiB 1.23 / 0.89, 32 MiB 1.17 / 1.16;
+// float64 of 1-8 MiB 0.84-0.94 / 0.91-0.99 at one thread, but at two 4 MiB
+// 0.72 (0.68-1.21) and 8 MiB 1.35, and 16 MiB or more 1.6-3.1x; float16,
+// whose lines go into L1, 0.96-1.04. Hence 2 MiB, below every loss seen.
+constexpr std::int64_t kCachedBytes = std::int64_t(2) << 20;
+
 // Prefetches the line at p, or every line of the `bytes` bytes from p, for
 // a far-ahead loop over T.
 template <class T>
