@@ -62,6 +62,32 @@ std::int64_t stride_in_items(const py::array& a, py::ssize_t axis, std::int64_t 
     if (stride % item != 0) throw std::invalid_argument(std::string(name) + " is not aligned to its itemsize");
     return stride / item;
 }
+
+// offsets[k] for k < count (the product of the extents): the element offset of the k-th
+// index, in C order, of axes with these extents and strides. The last axis's offsets
+// follow each other by its stride, so each of its runs is one plain loop; the axes
+// before it advance like an odometer once per run. (Odometer steps for every
+// element took ~3 ns each: a decode step's [32, 1, 32, 128] has 1024 unit vectors.)
+void odometer_offsets(std::int64_t* offsets, std::int64_t count, std::size_t n_axes, const std::int64_t* extent,
+                      const std::int64_t* stride) {
+    if (n_axes == 0) {
+        if (count > 0) offsets[0] = 0;
+        return;
+    }
+    const std::int64_t inner = extent[n_axes - 1], step = stride[n_axes - 1];
+    std::array<std::int64_t, kMaxDims> index;
+    for (std::size_t i = 0; i + 1 < n_axes; ++i) index[i] = 0;
+    std::int64_t base = 0;
+    for (std::int64_t k = 0; k < count; k += inner) {
+        for (std::int64_t j = 0; j < inner; ++j) offsets[k + j] = base + j * step;
+        for (std::size_t i = n_axes - 1; i-- > 0;) {
+            base += stride[i];
+            if (++index[i] < extent[i]) break;
+            base -= stride[i] * index[i];
+            index[i] = 0;
+        }
+    }
+}
 }  // namespace
 
 std::int64_t element_stride(const py::array& a, py::ssize_t axis, const char* name) {
@@ -94,25 +120,14 @@ Rows::Rows(const py::array& a, const char* name) {
     std::int64_t batches = 1;
     for (py::ssize_t i = 0; i < nd - 2; ++i) batches *= a.shape(i);
     if (batches == 0 || rows_ == 0 || cols_ == 0) return;
-    offsets_.assign(static_cast<std::size_t>(batches), 0);
-    // Walk the leading axes in C order like an odometer (fixed arrays: no
-    // allocation but the offsets, which matters to a decode step's call).
+    offsets_.reset(batches);
     const std::size_t leading = static_cast<std::size_t>(nd > 2 ? nd - 2 : 0);
-    std::array<std::int64_t, kMaxDims> index, stride;  // the first `leading` entries only
+    std::array<std::int64_t, kMaxDims> stride, extent;  // the first `leading` entries only
     for (std::size_t i = 0; i < leading; ++i) {
         stride[i] = stride_in_items(a, static_cast<py::ssize_t>(i), item, name);
-        index[i] = 0;
+        extent[i] = a.shape(static_cast<py::ssize_t>(i));
     }
-    std::int64_t offset = 0;
-    for (std::int64_t b = 0; b < batches; ++b) {
-        offsets_[static_cast<std::size_t>(b)] = offset;
-        for (std::size_t axis = leading; axis-- > 0;) {
-            offset += stride[axis];
-            if (++index[axis] < a.shape(static_cast<py::ssize_t>(axis))) break;
-            offset -= stride[axis] * index[axis];
-            index[axis] = 0;
-        }
-    }
+    odometer_offsets(offsets_.data(), batches, leading, extent.data(), stride.data());
 }
 
 GroupedRows::GroupedRows(const py::array& a, py::ssize_t row_axis, bool grouped, const char* name) {
@@ -126,14 +141,13 @@ GroupedRows::GroupedRows(const py::array& a, py::ssize_t row_axis, bool grouped,
     row_stride_ = stride_in_items(a, row_axis, item, name);
     col_stride_ = stride_in_items(a, nd - 1, item, name);
     // Only the first n_axes entries are used (not zero-filled whole: a decode step's call builds two of these).
-    std::array<std::int64_t, kMaxDims> stride, extent, index;
+    std::array<std::int64_t, kMaxDims> stride, extent;
     std::size_t n_axes = 0;
     std::int64_t count = 1;
     for (py::ssize_t i = 0; i < nd - 1; ++i) {
         if (i == row_axis) continue;
         stride[n_axes] = stride_in_items(a, i, item, name);
         extent[n_axes] = a.shape(i);
-        index[n_axes] = 0;
         count *= extent[n_axes++];
     }
     groups_ = grouped ? a.shape(0) : 1;
@@ -143,18 +157,8 @@ GroupedRows::GroupedRows(const py::array& a, py::ssize_t row_axis, bool grouped,
         rows_outer_ = (row_stride_ < 0 ? -row_stride_ : row_stride_) >= inner;
     }
     if (count == 0 || rows_ == 0 || cols_ == 0) return;
-    offsets_.assign(static_cast<std::size_t>(count), 0);
-    // Walk the unit axes in C order like an odometer (axis 0, the group, outermost).
-    std::int64_t offset = 0;
-    for (std::int64_t k = 0; k < count; ++k) {
-        offsets_[static_cast<std::size_t>(k)] = offset;
-        for (std::size_t i = n_axes; i-- > 0;) {
-            offset += stride[i];
-            if (++index[i] < extent[i]) break;
-            offset -= stride[i] * index[i];
-            index[i] = 0;
-        }
-    }
+    offsets_.reset(count);
+    odometer_offsets(offsets_.data(), count, n_axes, extent.data(), stride.data());
 }
 
 void require_same_shape(const py::array& a, const char* a_name, const py::array& b, const char* b_name) {
