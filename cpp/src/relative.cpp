@@ -93,10 +93,12 @@ void copy(const ToeplitzArgs& a, void* out_v, const RowLayout& ol) {
     U* out = static_cast<U*>(out_v);
     const std::int64_t n = a.cols * a.step, cs = ol.col_stride;
     const bool by_loop = rows_copied_by_loop();
-    for_each_run(a, ol.batches, sizeof(U), [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t count, std::int64_t) {
+    for_each_run(a, ol.batches, sizeof(U), [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t count,
+                                               std::int64_t) {
         const U* src = reinterpret_cast<const U*>(lut_row(a, sizeof(U), h, i));
         U* dst = out + ol.batch_offsets[b] + i * ol.row_stride;
-        for (std::int64_t k = 0; k < count; ++k, src -= a.step, dst += ol.row_stride) copy_row(dst, cs, src, 1, n, by_loop);
+        for (std::int64_t k = 0; k < count; ++k, src -= a.step, dst += ol.row_stride)
+            copy_row(dst, cs, src, 1, n, by_loop);
     });
 }
 
