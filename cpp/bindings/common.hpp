@@ -49,9 +49,9 @@ const double* float64_vector(const py::array& a, std::int64_t n, const char* nam
 Positions positions_of(const std::optional<py::array>& values, double start, std::int64_t rows);
 
 // Element offsets of the batches or units of an array (Rows, GroupedRows),
-// each written once: unlike std::vector's, not zeroed first (the zeroing
-// had taken as long as the writing, ~0.6 µs of a decode step's call with
-// its 1024 units).
+// each written once: unlike std::vector's, not zeroed first (in a profile of
+// a float32 decode step, with its 1024 units, the zeroing took as many
+// samples as the writing, 2.8% each).
 class Offsets {
   public:
     void reset(std::int64_t n) {

@@ -216,9 +216,9 @@ POSENC_BLOCK_INLINE void add_exact(const AngleRow& v, std::int64_t j, double sca
 // (AMD EPYC Zen 5, [4, 2048, 1024], 1 and 2 threads; the prefetch then
 // took off another 3-5%); on the AVX2 path this took 1.13-1.19x float32
 // first's. On an AMD EPYC Zen 4 float32 first also took 1.14-1.28x this
-// time, at every batch count tried ([b, 2048, 1024], [16, 128, 1024],
-// [8, 512, 768], [3, 1024, 1024], 1 and 2 threads, x restored before each
-// call, calls switched one by one). Adding in place to the same x call
+// time ([4, 2048, 1024], [16, 128, 1024], [8, 512, 768], [3, 1024, 1024],
+// 1 and 2 threads, x restored before each call, calls switched one by
+// one). Adding in place to the same x call
 // after call had shown it 0.79-0.91x this time where three or more batches
 // share a row: x grows with every add, and fewer of its vectors fall back.
 template <class T>

@@ -104,10 +104,11 @@ inline std::int64_t far_ahead_bytes() { return far_into_l2<T>() ? 4 * kAheadByte
 // (rope.cpp) issues none for them. AMD EPYC Zen 4, apply_rope on
 // [1, S, 32, 128] and decode steps [32 or 64, 1, 32, 128] in place, without
 // ÷ with, calls switched one by one, medians, 1 / 2 threads: float32 of
-// 0.5-8 MiB 0.84-0.89 / 0.85-0.93, 16 MiB 1.23 / 0.89, 32 MiB 1.17 / 1.16;
-// float64 of 1-8 MiB 0.84-0.94 / 0.91-0.99 at one thread, but at two 4 MiB
-// 0.72 (0.68-1.21) and 8 MiB 1.35, and 16 MiB or more 1.6-3.1x; float16,
-// whose lines go into L1, 0.96-1.04. Hence 2 MiB, below every loss seen.
+// 0.5-8 MiB 0.84-0.92 / 0.85-0.93, 16 MiB 1.23 / 0.89, 32 MiB 1.17 / 1.16;
+// float64 of 1-8 MiB 0.84-0.94 at one thread, at two 0.91-0.99 up to 2 MiB
+// but 0.72 (0.68-1.21) at 4 MiB and 0.98-1.35 at 8 MiB; 16 MiB or more
+// 1.6-3.1x; float16, whose lines go into L1, 0.96-1.04. Hence 2 MiB, below
+// every loss seen.
 // The sinusoidal sum keeps its rows-ahead prefetches for such operands:
 // without them add_sinusoidal of 0.1-2 MiB took 0.96-1.03x the time at one
 // thread and 0.99-1.32x at two (float32 [4, 128, 1024] 1.32x; four formats).
