@@ -84,7 +84,7 @@ def _detr_block(counts: Any, n: int, along: int, plan: DetrSine) -> Tuple[np.nda
     2: x), or None for no mask (then pixel k along the axis has count k + 1 and
     the index repeats with a period: the lookup kernel reuses it). A position
     is a function of (count, the axis' last count), both small integers, so
-    the sines are evaluated once per distinct pair, not once per pixel.
+    the sines are evaluated once per pair that occurs, not once per pixel.
     """
     batch, h, w, _ = plan.shape
     if counts is None:
@@ -96,10 +96,16 @@ def _detr_block(counts: Any, n: int, along: int, plan: DetrSine) -> Tuple[np.nda
         values = detr_positions(np.arange(n + 1), np.zeros(1), False, plan.scale)
         index = counts.reshape(-1)
     else:
+        # Rows for the counts 0..L of each distinct last count L (a count never
+        # passes its axis' last): a padded column or row, L = 0, takes one row,
+        # not n + 1 whose huge angles (count / 1e-6) cost libm's slow reduction.
         last = counts[:, -1:, :] if along == 1 else counts[:, :, -1:]
         lasts, which = np.unique(last, return_inverse=True)
-        values = detr_positions(np.arange(n + 1)[None, :], lasts[:, None], True, plan.scale).reshape(-1)
-        index = (which.reshape(last.shape) * (n + 1) + counts).reshape(-1)
+        sizes = lasts + 1
+        starts = np.cumsum(sizes) - sizes
+        row_counts = np.arange(int(sizes.sum())) - np.repeat(starts, sizes)
+        values = detr_positions(row_counts, np.repeat(lasts, sizes), True, plan.scale)
+        index = (starts[which.reshape(last.shape)] + counts).reshape(-1)
     table = rounded(detr_encode(values, plan.dim_t), plan.dtype)
     return table, np.ascontiguousarray(index, dtype=np.int64)
 

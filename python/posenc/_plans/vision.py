@@ -146,9 +146,14 @@ def detr_positions(count: np.ndarray, last: np.ndarray, normalize: bool, scale: 
 
 
 def detr_encode(values: np.ndarray, dim_t: np.ndarray) -> np.ndarray:
-    """[...] float64 positions → [..., F]: ``sin(v / dim_t[i])`` at even i, ``cos`` at odd i (DETR's interleave)."""
-    angles = values[..., None] / dim_t
-    out = np.empty(angles.shape)
-    out[..., 0::2] = np.sin(angles[..., 0::2])
-    out[..., 1::2] = np.cos(angles[..., 1::2])
+    """[...] float64 positions → [..., F]: ``sin(v / dim_t[i])`` at even i, ``cos`` at odd i (DETR's interleave).
+
+    ``dim_t`` as ``detr_dim_t`` makes it, whose entries 2i and 2i + 1 are the
+    same number: each pair's angle is divided once, and its sine and cosine
+    are written in place.
+    """
+    angles = values[..., None] / dim_t[0::2]
+    out = np.empty(values.shape + dim_t.shape)
+    np.sin(angles, out=out[..., 0::2])
+    np.cos(angles, out=out[..., 1::2])
     return out
