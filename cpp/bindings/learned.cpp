@@ -13,15 +13,16 @@ namespace posenc::bind {
 namespace {
 
 // A contiguous int64 vector whose every value lies in [0, num_positions).
-const std::int64_t* checked_positions(const py::array& positions, std::int64_t num_positions) {
+const std::int64_t* checked_positions(const py::array& positions, std::int64_t num_positions,
+                                      const std::string& name = "positions") {
     if (!holds<std::int64_t>(positions) || positions.ndim() != 1 ||
         !(positions.flags() & py::array::c_style) ||
         reinterpret_cast<std::uintptr_t>(positions.data()) % alignof(std::int64_t) != 0)
-        throw std::invalid_argument("positions must be an aligned, contiguous int64 vector");
+        throw std::invalid_argument(name + " must be an aligned, contiguous int64 vector");
     const auto* p = static_cast<const std::int64_t*>(positions.data());
     for (py::ssize_t i = 0; i < positions.shape(0); ++i)
         if (p[i] < 0 || p[i] >= num_positions)
-            throw std::out_of_range("positions[" + std::to_string(i) + "] = " + std::to_string(p[i]) +
+            throw std::out_of_range(name + "[" + std::to_string(i) + "] = " + std::to_string(p[i]) +
                                     " is outside the table's [0, " + std::to_string(num_positions) + ")");
     return p;
 }
@@ -70,6 +71,45 @@ void add(py::array x, py::array table, py::array positions, py::array out) {
     const auto kernel = learned_kernels().add[static_cast<int>(dt)];
     const ReleaseGil release(out.size());
     kernel(a, x.data(), xr.layout(), out.mutable_data(), o.layout());
+}
+
+// One side of lookup_pair: a [rows, cols] table of out's dtype (any aligned
+// strides) and the index of its rows, repeating over out's `total` rows.
+PairTable pair_table(const py::array& table, const py::array& index, const py::array& out, std::int64_t total,
+                     const std::string& name) {
+    if (!table.dtype().equal(out.dtype()) || table.ndim() != 2)
+        throw std::invalid_argument(name + " must be a [rows, cols] array of out's dtype");
+    const std::int64_t period = index.ndim() == 1 ? index.shape(0) : 0;
+    if (total > 0 && (period == 0 || total % period != 0))
+        throw std::invalid_argument(name + "_index must repeat a whole number of times over out's rows");
+    return {table.data(), table.shape(1), element_stride(table, 0, name.c_str()),
+            element_stride(table, 1, name.c_str()), checked_positions(index, table.shape(0), name + "_index"),
+            period};
+}
+
+// out[..., cols] = first[first_index[k mod len]] ++ second[second_index[k mod len]]
+// for out's rows k in C order; cols = first's columns + second's.
+void lookup_pair(py::array first, py::array first_index, py::array second, py::array second_index,
+                 py::array out) {
+    require_writeable(out, "out");
+    const Rows o(out, "out");
+    const std::int64_t total = o.empty() ? 0 : o.layout().batches * o.rows();
+    const PairLookupArgs a{pair_table(first, first_index, out, total, "first"),
+                           pair_table(second, second_index, out, total, "second"), o.rows()};
+    if (a.first.cols + a.second.cols != o.cols())
+        throw std::invalid_argument("out's rows must hold first's columns and then second's");
+    int width = 0;
+    switch (out.itemsize()) {
+        case 1: width = 0; break;
+        case 2: width = 1; break;
+        case 4: width = 2; break;
+        case 8: width = 3; break;
+        default: throw py::type_error("out must have 1-, 2-, 4- or 8-byte elements");
+    }
+    if (o.empty()) return;
+    const auto kernel = learned_kernels().lookup_pair[width];
+    const ReleaseGil release(out.size());
+    kernel(a, out.mutable_data(), o.layout());
 }
 
 // out[num_positions, dim] (C-contiguous, grad's dtype) = scatter-add of grad's rows.
@@ -130,6 +170,8 @@ void resample(py::array src, py::array out, py::array index, py::array weights) 
 void register_learned(py::module_& m) {
     m.def("embedding_lookup", &lookup, py::arg("table"), py::arg("positions"), py::arg("out"));
     m.def("embedding_add", &add, py::arg("x"), py::arg("table"), py::arg("positions"), py::arg("out"));
+    m.def("lookup_pair", &lookup_pair, py::arg("first"), py::arg("first_index"), py::arg("second"),
+          py::arg("second_index"), py::arg("out"));
     m.def("embedding_grad", &grad, py::arg("grad"), py::arg("positions"), py::arg("out"));
     m.def("resample", &resample, py::arg("src"), py::arg("out"), py::arg("index"), py::arg("weights"));
 }

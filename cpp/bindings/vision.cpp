@@ -1,4 +1,4 @@
-// Bindings of the vision kernels (Swin bias, DETR gather): shape checks, then the kernel without the GIL.
+// Bindings of the vision kernels (Swin bias): shape checks, then the kernel without the GIL.
 #include "bindings/common.hpp"
 #include "bindings/register.hpp"
 #include "posenc/vision.hpp"
@@ -69,60 +69,10 @@ void swin_bias(std::optional<py::array> x, py::array out, py::array table, std::
     kernel(a, xdata, x ? &xl : nullptr, odata, ol);
 }
 
-// A contiguous int64 vector of rows of a table with `rows` rows.
-const std::int64_t* table_rows(const py::array& index, std::int64_t rows, const char* name) {
-    if (!holds<std::int64_t>(index) || index.ndim() != 1 || index.shape(0) < 1 ||
-        !(index.flags() & py::array::c_style) ||
-        reinterpret_cast<std::uintptr_t>(index.data()) % alignof(std::int64_t) != 0)
-        throw std::invalid_argument(std::string(name) + " must be an aligned, contiguous, non-empty int64 vector");
-    const auto* p = static_cast<const std::int64_t*>(index.data());
-    for (py::ssize_t i = 0; i < index.shape(0); ++i)
-        if (p[i] < 0 || p[i] >= rows)
-            throw std::out_of_range(std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(p[i]) +
-                                    " is outside the table's [0, " + std::to_string(rows) + ")");
-    return p;
-}
-
-// out[..., 2F] = y_table[y_index[p mod len]] ++ x_table[x_index[p mod len]] for pixels p in C order.
-void detr_gather(py::array y_table, py::array y_index, py::array x_table, py::array x_index, py::array out) {
-    require_writeable(out, "out");
-    const Rows o(out, "out");
-    const std::int64_t f = o.cols() / 2;
-    for (const py::array* t : {&y_table, &x_table}) {
-        if (!t->dtype().equal(out.dtype()) || t->ndim() != 2 || t->shape(1) != f || 2 * f != o.cols() ||
-            !(t->flags() & py::array::c_style) ||
-            reinterpret_cast<std::uintptr_t>(t->data()) % static_cast<std::uintptr_t>(t->itemsize()) != 0)
-            throw std::invalid_argument("the tables must be aligned, C-contiguous [rows, F] arrays of out's dtype, "
-                                        "out rows 2F wide");
-    }
-    int width = 0;
-    switch (out.itemsize()) {
-        case 1: width = 0; break;
-        case 2: width = 1; break;
-        case 4: width = 2; break;
-        case 8: width = 3; break;
-        default: throw py::type_error("out must have 1-, 2-, 4- or 8-byte elements");
-    }
-    if (o.empty()) return;
-    const std::int64_t pixels = o.layout().batches * o.rows();
-    if (pixels % y_index.shape(0) != 0 || pixels % x_index.shape(0) != 0)
-        throw std::invalid_argument("the indices must repeat a whole number of times over out's pixels");
-    const DetrArgs a{y_table.data(), x_table.data(), f,
-                     table_rows(y_index, y_table.shape(0), "y_index"), y_index.shape(0),
-                     table_rows(x_index, x_table.shape(0), "x_index"), x_index.shape(0), o.rows()};
-    const auto kernel = vision_kernels().detr[width];
-    void* data = out.mutable_data();
-    const RowLayout ol = o.layout();
-    py::gil_scoped_release release;
-    kernel(a, data, ol);
-}
-
 }  // namespace
 
 void register_vision(py::module_& m) {
     m.def("swin_bias", &swin_bias, py::arg("x"), py::arg("out"), py::arg("table"), py::arg("wh"), py::arg("ww"));
-    m.def("detr_gather", &detr_gather, py::arg("y_table"), py::arg("y_index"), py::arg("x_table"),
-          py::arg("x_index"), py::arg("out"));
 }
 
 }  // namespace posenc::bind

@@ -98,32 +98,6 @@ void bias(const SwinArgs& a, const void* x_v, const RowLayout* xl, void* out_v, 
     });
 }
 
-// ---------------------------------------------------------------- DETR
-
-// U is an unsigned integer of the element width: the gather never looks at values.
-// Pixels found from their number in C-contiguous outputs (as bias does) with the index
-// periods stepped along took 0.90-1.23x the time on a Zen 4 (float32/float16/float64,
-// [2, 25, 38], [8, 64, 64], [2, 100, 150] with 128 features, 1 and 2 threads, calls
-// switched one by one): faster on DETR-sized maps, slower at one thread on large ones.
-// Not adopted. The gather runs at 0.34-0.63 of a fill of its output there: a copy from
-// tables of 32 KiB and more, which the stream of stores pushes out of L1 (README).
-template <class U>
-void detr(const DetrArgs& a, void* out_v, const RowLayout& ol) {
-    U* out = static_cast<U*>(out_v);
-    const U* yt = static_cast<const U*>(a.y_table);
-    const U* xt = static_cast<const U*>(a.x_table);
-    const std::int64_t f = a.feats, cs = ol.col_stride;
-    const std::int64_t items = ol.batches * a.rows;
-    const bool by_loop = rows_copied_by_loop();
-    parallel_blocks(items, 2 * f * static_cast<std::int64_t>(sizeof(U)), kBlockBytes, 2 * f, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t p = begin; p < end; ++p) {
-            U* dst = out + ol.batch_offsets[p / a.rows] + (p % a.rows) * ol.row_stride;
-            copy_row(dst, cs, yt + a.y_index[p % a.y_period] * f, 1, f, by_loop);
-            copy_row(dst + f * cs, cs, xt + a.x_index[p % a.x_period] * f, 1, f, by_loop);
-        }
-    });
-}
-
 template <class T>
 void bias_any(const SwinArgs& a, const void* x, const RowLayout* xl, void* out, const RowLayout& ol) {
     if (x) bias<true, T>(a, x, xl, out, ol);
@@ -134,7 +108,6 @@ void bias_any(const SwinArgs& a, const void* x, const RowLayout* xl, void* out, 
 
 extern const VisionKernels vision = {
     {bias_any<float>, bias_any<double>, bias_any<half_t>, bias_any<bfloat16_t>},
-    {detr<std::uint8_t>, detr<std::uint16_t>, detr<std::uint32_t>, detr<std::uint64_t>},
 };
 
 POSENC_END_TARGET

@@ -1,5 +1,6 @@
 // posenc/vision.hpp — kernels of the vision family, one table per ISA: Swin's
-// relative position bias (streamed) and DETR's sine embedding (a two-table gather).
+// relative position bias (streamed). DETR's sine embedding is a two-table
+// gather, learned.hpp's lookup_pair.
 //
 // Swin.
 // Swin adds to the [N, N] scores of a wh × ww window (N = wh·ww, token n = (i, j),
@@ -43,29 +44,8 @@ struct SwinArgs {
 using SwinBiasFn = void (*)(const SwinArgs&, const void* x, const RowLayout* x_layout, void* out,
                             const RowLayout& out_layout);
 
-// DETR. A pixel's position depends on small integers only (its cumulative count of
-// valid pixels along the axis and, normalised, the axis' total), so the caller
-// evaluates the F features of each distinct position once, in float64 rounded to the
-// dtype, into two small tables, and gives each pixel its row in each. The kernel
-// writes out[p, 0:F] = y_table[y_index[p mod y_period]] and out[p, F:2F] =
-// x_table[x_index[p mod x_period]] for pixels p in C order: one pass over the output.
-struct DetrArgs {
-    const void* y_table;  // [y_rows, F], C-contiguous, the output dtype
-    const void* x_table;  // [x_rows, F]
-    std::int64_t feats;   // F
-    const std::int64_t* y_index;  // y_period entries, each in [0, y_rows) (checked by the bindings)
-    std::int64_t y_period;
-    const std::int64_t* x_index;
-    std::int64_t x_period;
-    std::int64_t rows;  // pixels per batch of the output layout (its row axis, w)
-};
-
-// out: [pixels..., 2F] rows as a RowLayout (batches × rows = pixels in C order).
-using DetrGatherFn = void (*)(const DetrArgs&, void* out, const RowLayout& out_layout);
-
 struct VisionKernels {
     SwinBiasFn bias[kNumFloatTypes];
-    DetrGatherFn detr[4];  // by element width: 1, 2, 4, 8 bytes (a copy)
 };
 
 POSENC_DECLARE_KERNELS(VisionKernels, vision)

@@ -119,6 +119,6 @@ def detr_sine(plan: DetrSine) -> Any:
             return
         y_table, y_index = _detr_block(plan.y_count, h, 1, plan)
         x_table, x_index = _detr_block(plan.x_count, w, 2, plan)
-        native.detr_gather(y_table, y_index, x_table, x_index, dest)
+        native.lookup_pair(y_table, y_index, x_table, x_index, dest)
 
     return _api.returned(plan.out, write(plan.out, plan.shape, plan.dtype, fill))
