@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import posenc
 from posenc import reference as ref
@@ -362,6 +362,37 @@ def test_concat_positional():
         posenc.concat_positional(x, pe, out=_overlapping(x))
 
 
+@settings(max_examples=60, deadline=None)
+@given(batch=st.sampled_from([(), (1,), (3,), (2, 3)]), seq=st.integers(0, 9), dim=st.integers(0, 12),
+       pe_dim=st.integers(0, 12), broadcast=st.sampled_from(["pe", "pe1", "full", "x", "pe-seq-1", "pe-per-batch"]),
+       dtypes=st.sampled_from([(t, t) for t in FLOAT_DTYPES] + [(np.float16, np.float32), (np.float32, np.float64)]),
+       strided=st.booleans(), seed=st.integers(0, 2**16))
+@example(batch=(2, 3), seq=4, dim=3, pe_dim=5, broadcast="pe-per-batch", dtypes=(np.float32, np.float32),
+         strided=False, seed=0)
+@example(batch=(2, 3), seq=4, dim=3, pe_dim=5, broadcast="x", dtypes=(np.float16, np.float16), strided=True, seed=1)
+def test_concat_positional_is_concatenate(native_isa, batch, seq, dim, pe_dim, broadcast, dtypes, strided, seed):
+    """Every broadcast, dtype pair and stride against np.concatenate of the broadcast operands: the same
+    bits (a copy), the one-pass kernel where x and pe share the result dtype, NumPy's assignment elsewhere."""
+    rng = np.random.default_rng(seed)
+    lead = batch + (seq,)
+    x_shape, pe_shape = {"pe": (lead, (seq,)), "pe1": (lead, (1, seq)), "full": (lead, lead),
+                         "x": ((seq,), lead), "pe-seq-1": (batch + (1,), (1,)),
+                         # (2, 3) batches: pe's rows do not repeat over the result's (NumPy's copy)
+                         "pe-per-batch": (lead, batch[:1] + (1,) * (len(batch) - 1) + (seq,))}[broadcast]
+    lead = np.broadcast_shapes(x_shape, pe_shape)
+    x = rng.standard_normal(x_shape + (dim,)).astype(dtypes[0])
+    pe = rng.standard_normal(pe_shape + (pe_dim,)).astype(dtypes[1])
+    if strided:
+        x, pe = strided_view(x, rng), strided_view(pe, rng)
+    dt = np.result_type(x.dtype, pe.dtype)
+    expected = np.concatenate([np.broadcast_to(x, lead + (dim,)).astype(dt),
+                               np.broadcast_to(pe, lead + (pe_dim,)).astype(dt)], axis=-1)
+    assert_bitwise_equal(posenc.concat_positional(x, pe), expected)
+    out = strided_view(np.full(lead + (dim + pe_dim,), 7, dt), rng) if strided else np.full(expected.shape, 7, dt)
+    assert posenc.concat_positional(x, pe, out=out) is out
+    assert_bitwise_equal(out, expected)
+
+
 def _overlapping(x):
     """An out of the right shape whose memory overlaps x without being x.
 
@@ -483,4 +514,5 @@ LARGE: Dict[str, Callable[[Any], Any]] = {
     "add_sinusoidal": lambda out: posenc.add_sinusoidal(BIG.x3, offset=3, out=out),
     "sinusoidal_2d": lambda out: posenc.sinusoidal_2d(64, 96, 130, out=out),
     "sinusoidal_3d": lambda out: posenc.sinusoidal_3d(8, 32, 48, 90, out=out),
+    "concat_positional": lambda out: posenc.concat_positional(BIG.x3, BIG.table[:512], out=out),
 }

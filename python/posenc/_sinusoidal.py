@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _checks
 from ._api import entry
-from ._plans.sinusoidal import (FREQ_RULES, SinusoidalGrid, SinusoidalTable, axis_frequencies,
+from ._plans.sinusoidal import (FREQ_RULES, ConcatPositional, SinusoidalGrid, SinusoidalTable, axis_frequencies,
                                 frequencies, new_add, sinusoidal_frequencies, x_frequencies)
 
 __all__ = ["add_sinusoidal", "concat_positional", "sinusoidal", "sinusoidal_2d", "sinusoidal_3d",
@@ -227,12 +227,17 @@ __GRID_PARAMETERS__
     return _grid((depth, height, width), dim, base, dtype, out)
 
 
+@entry
 def concat_positional(x: Any, pe: Any, *, out: Any = None) -> Any:
     """Concatenate features and encodings: ``[..., seq, dim]``, ``[..., seq, pe_dim]`` → ``[..., seq, dim + pe_dim]``.
 
     ``pe`` broadcasts over x's leading axes (a ``[seq, pe_dim]`` table serves
-    every batch). The result dtype is ``np.result_type(x, pe)``. A pure copy,
-    which NumPy does at memory speed: both backends run this same code.
+    every batch). The result dtype is ``np.result_type(x, pe)``. A pure copy:
+    the native backend writes each result row whole in one pass on posenc's
+    threads when x and pe share the result's dtype and their rows repeat over
+    the result's (any strides whose leading axes merge); NumPy's two strided
+    assignments, which the reference runs, took 4-5x its time on float32
+    ``[4, 2048, 512]`` and ``[2048, 512]``.
 
     Parameters
     ----------
@@ -263,8 +268,4 @@ def concat_positional(x: Any, pe: Any, *, out: Any = None) -> Any:
     dt = np.result_type(xa.dtype, pa.dtype)
     shape = lead + (xa.shape[-1] + pa.shape[-1],)
     _checks.result_size(shape, dt, "the result")
-    target = _checks.output(out, shape, dt, [(xa, "x"), (pa, "pe")])
-    result = np.empty(shape, dt) if target is None else target
-    result[..., : xa.shape[-1]] = xa
-    result[..., xa.shape[-1] :] = pa
-    return result if out is None else out
+    return ConcatPositional(xa, pa, shape, dt, _checks.out_target(out, shape, dt, reads=[(xa, "x"), (pa, "pe")]))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
 from .. import _api
 from .._backend import native
-from .._plans.sinusoidal import SinusoidalAdd, SinusoidalGrid, SinusoidalTable
+from .._plans.sinusoidal import ConcatPositional, SinusoidalAdd, SinusoidalGrid, SinusoidalTable, concat_into
 from ._memory import aligned, write
 
 
@@ -48,3 +49,40 @@ def grid(plan: SinusoidalGrid) -> Any:
 
     dest = write(plan.out, plan.shape + (plan.dim,), plan.dtype, fill)
     return _api.returned(plan.out, dest)
+
+
+def _repeating_rows(a: np.ndarray, lead: Tuple[int, ...]) -> Optional[np.ndarray]:
+    """``a`` [..., cols] as a 2-D view [rows, cols] whose rows repeat, in C order, over the rows of the
+    leading shape ``lead`` it broadcasts to; None when they do not (an axis of 1 broadcast between
+    others) or the leading axes do not merge into one."""
+    rows = a.shape[:-1]
+    while rows and rows[0] == 1:
+        rows = rows[1:]
+    if lead[len(lead) - len(rows):] != rows:
+        return None
+    shape = (math.prod(rows), a.shape[-1])
+    if a.flags.c_contiguous:
+        return a.reshape(shape)
+    view = a.view()
+    try:
+        view.shape = shape
+    except AttributeError:  # leading axes whose strides do not merge
+        return None
+    return view
+
+
+@_api.native(ConcatPositional)
+def concat(plan: ConcatPositional) -> Any:
+    """x's rows and pe's side by side through the learned family's two-table gather (lookup_pair)."""
+    lead = plan.shape[:-1]
+    x, pe = aligned(plan.x), aligned(plan.pe)
+    rows = [_repeating_rows(a, lead) for a in (x, pe)] if x.dtype == pe.dtype == plan.dtype else [None]
+    if any(r is None for r in rows) or plan.dtype.itemsize not in (1, 2, 4, 8):  # a conversion, another broadcast
+        return _api.returned(plan.out, concat_into(_api.target(plan.out, plan.shape, plan.dtype), x, pe))
+    xr, pr = rows
+
+    def fill(dest: np.ndarray) -> None:
+        native.lookup_pair(xr, np.arange(xr.shape[0], dtype=np.int64), pr, np.arange(pr.shape[0], dtype=np.int64),
+                           dest)
+
+    return _api.returned(plan.out, write(plan.out, plan.shape, plan.dtype, fill))

@@ -53,6 +53,24 @@ class SinusoidalGrid(NamedTuple):
     out: Optional[Out]
 
 
+class ConcatPositional(NamedTuple):
+    """``concat_positional``: x's features, then pe's, pe broadcast over x's leading axes (or x over pe's)."""
+
+    x: np.ndarray  # [..., seq, dim]
+    pe: np.ndarray  # [..., seq, pe_dim]
+    shape: Tuple[int, ...]  # the result: the broadcast leading axes + (dim + pe_dim,)
+    dtype: np.dtype  # np.result_type(x, pe)
+    out: Optional[Out]
+
+
+def concat_into(result: np.ndarray, x: np.ndarray, pe: np.ndarray) -> np.ndarray:
+    """``result[..., :dim] = x`` and ``result[..., dim:] = pe`` by NumPy's assignment (converting, broadcasting)."""
+    dim = x.shape[-1]
+    result[..., :dim] = x
+    result[..., dim:] = pe
+    return result
+
+
 def sinusoidal_frequencies(dim: int, base: float = 10000.0, freq_rule: str = "vaswani") -> np.ndarray:
     """The ``dim // 2`` angular frequencies ω_i of a sinusoidal encoding, float64.
 

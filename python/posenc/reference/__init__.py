@@ -5,7 +5,7 @@ plan builder (so it takes the same arguments and refuses the same ones)
 followed by the NumPy executor of the plan (``reference/_<family>.py``),
 which computes in float64 with plain NumPy and rounds once to the result
 dtype, whatever backend is active. The native kernels are tested against it.
-Functions without a kernel (frequencies, slopes, concatenation) are the
+Functions without a kernel (frequencies, slopes) are the
 public ones themselves.
 """
 
@@ -29,7 +29,7 @@ def _public_functions() -> List[str]:
 def __getattr__(name: str) -> Any:
     """The twin of ``posenc.<name>``: its own plan builder on the NumPy executor (made on first use).
 
-    Functions without a kernel (frequencies, slopes, concatenation) are shared
+    Functions without a kernel (frequencies, slopes) are shared
     as they are; classes have no twin (they are built from the functions).
     """
     if name == "__all__":

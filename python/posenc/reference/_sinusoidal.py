@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .. import _api
-from .._plans.sinusoidal import SinusoidalAdd, SinusoidalGrid, SinusoidalTable
+from .._plans.sinusoidal import ConcatPositional, SinusoidalAdd, SinusoidalGrid, SinusoidalTable, concat_into
 from .._rounding import round_once
 
 
@@ -49,3 +49,8 @@ def grid(plan: SinusoidalGrid) -> Any:
         parts.append(np.broadcast_to(emb[tuple(index)], plan.shape + (plan.channels,)))
     values = np.concatenate(parts, axis=-1)[..., : plan.dim]
     return _api.store(plan.out, round_once(values, plan.dtype))
+
+
+@_api.reference(ConcatPositional)
+def concat(plan: ConcatPositional) -> Any:
+    return _api.returned(plan.out, concat_into(_api.target(plan.out, plan.shape, plan.dtype), plan.x, plan.pe))
