@@ -240,28 +240,30 @@ def test_grad_accumulates_in_float32_for_16_bit(isa):
 # ---------------------------------------------------------------- bounds and bad input
 
 @requires_native
-def test_lookup_pair_binding_refuses_before_writing():
-    """The two-table gather's binding (DETR, concat_positional) checks every index, both widths and
-    the repeat before its kernel runs: a clear exception and nothing written."""
+def test_lookup_parts_binding_refuses_before_writing():
+    """The row gather's binding (DETR, concat_positional, the grids) checks every table, index and
+    repeat and the columns before its kernel runs: a clear exception and nothing written."""
     from posenc._backend import native
 
     a, b = np.arange(12, dtype=np.float32).reshape(4, 3), np.arange(10, dtype=np.float32).reshape(5, 2)
     out = np.full((2, 3, 5), 7, np.float32)
     ia, ib = np.arange(4, dtype=np.int64), np.array([0, 4, 1], np.int64)
-    native.lookup_pair(a, np.array([3, 0, 1, 2, 0, 1], np.int64), b, ib, out)
-    np.testing.assert_array_equal(out[1, 0], [6, 7, 8, 0, 1])  # row 3: first row 2, second row 0
-    np.testing.assert_array_equal(out[0, 1], [0, 1, 2, 8, 9])  # row 1: first row 0, second row 4
+    native.lookup_parts([(a, np.array([3, 0, 1, 2, 0, 1], np.int64)), (b, ib)], out)
+    np.testing.assert_array_equal(out[1, 0], [6, 7, 8, 0, 1])  # row 3: a's row 2, b's row 0
+    np.testing.assert_array_equal(out[0, 1], [0, 1, 2, 8, 9])  # row 1: a's row 0, b's row 4
     out[...] = 7
-    for args, error, match in [
-        ((a, np.array([0, 4, 1], np.int64), b, ib), IndexError, r"first_index\[1\] = 4 is outside the table's \[0, 4\)"),
-        ((a, ia[:3], b, np.array([-1, 0, 1], np.int64)), IndexError, r"second_index\[0\] = -1"),
-        ((a, ia, b, ib), ValueError, "first_index must repeat a whole number of times"),
-        ((a, ia[:3], a, ia[:3]), ValueError, "first.s columns and then second.s"),
-        ((a, ia[:3].astype(np.int32), b, ib), ValueError, "first_index must be an aligned, contiguous int64"),
-        ((a.astype(np.float64), ia[:3], b, ib), ValueError, "first must be a .* of out's dtype"),
+    for parts, error, match in [
+        ([(a, np.array([0, 4, 1], np.int64)), (b, ib)], IndexError, r"part 0's index\[1\] = 4 is outside the table's \[0, 4\)"),
+        ([(a, ia[:3]), (b, np.array([-1, 0, 1], np.int64))], IndexError, r"part 1's index\[0\] = -1"),
+        ([(a, ia), (b, ib)], ValueError, "part 0's index must repeat a whole number of times"),
+        ([(a, ia[:3]), (a, ia[:3])], ValueError, "the parts' columns, in order"),
+        ([(a, ia[:3].astype(np.int32)), (b, ib)], ValueError, "part 0's index must be an aligned, contiguous int64"),
+        ([(a.astype(np.float64), ia[:3]), (b, ib)], ValueError, "part 0 must be a .* of out's dtype"),
+        ([], ValueError, "1 to 4 parts"),
+        ([(b[:, :1], ib)] * 5, ValueError, "1 to 4 parts"),
     ]:
         with pytest.raises(error, match=match):
-            native.lookup_pair(*args, out)
+            native.lookup_parts(parts, out)
         assert (out == 7).all()
 
 

@@ -8,6 +8,10 @@
 #include "posenc/learned.hpp"
 #include "posenc/resample.hpp"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace posenc::bind {
 
 namespace {
@@ -73,31 +77,35 @@ void add(py::array x, py::array table, py::array positions, py::array out) {
     kernel(a, x.data(), xr.layout(), out.mutable_data(), o.layout());
 }
 
-// One side of lookup_pair: a [rows, cols] table of out's dtype (any aligned
+// One part of lookup_parts: a [rows, cols] table of out's dtype (any aligned
 // strides) and the index of its rows, repeating over out's `total` rows.
-PairTable pair_table(const py::array& table, const py::array& index, const py::array& out, std::int64_t total,
-                     const std::string& name) {
+LookupPart lookup_part(const py::array& table, const py::array& index, const py::array& out, std::int64_t total,
+                       const std::string& name) {
     if (!table.dtype().equal(out.dtype()) || table.ndim() != 2)
         throw std::invalid_argument(name + " must be a [rows, cols] array of out's dtype");
     const std::int64_t period = index.ndim() == 1 ? index.shape(0) : 0;
     if (total > 0 && (period == 0 || total % period != 0))
-        throw std::invalid_argument(name + "_index must repeat a whole number of times over out's rows");
+        throw std::invalid_argument(name + "'s index must repeat a whole number of times over out's rows");
     return {table.data(), table.shape(1), element_stride(table, 0, name.c_str()),
-            element_stride(table, 1, name.c_str()), checked_positions(index, table.shape(0), name + "_index"),
+            element_stride(table, 1, name.c_str()), checked_positions(index, table.shape(0), name + "'s index"),
             period};
 }
 
-// out[..., cols] = first[first_index[k mod len]] ++ second[second_index[k mod len]]
-// for out's rows k in C order; cols = first's columns + second's.
-void lookup_pair(py::array first, py::array first_index, py::array second, py::array second_index,
-                 py::array out) {
+// out[..., cols] = tables[0][indices[0][k mod len]] ++ tables[1][...] ++ ... for out's rows k
+// in C order; cols = the tables' columns summed. parts: (table, index) pairs.
+void lookup_parts(const std::vector<std::pair<py::array, py::array>>& parts, py::array out) {
     require_writeable(out, "out");
+    if (parts.empty() || parts.size() > static_cast<std::size_t>(kMaxLookupParts))
+        throw std::invalid_argument("lookup_parts takes 1 to " + std::to_string(kMaxLookupParts) + " parts");
     const Rows o(out, "out");
     const std::int64_t total = o.empty() ? 0 : o.layout().batches * o.rows();
-    const PairLookupArgs a{pair_table(first, first_index, out, total, "first"),
-                           pair_table(second, second_index, out, total, "second"), o.rows()};
-    if (a.first.cols + a.second.cols != o.cols())
-        throw std::invalid_argument("out's rows must hold first's columns and then second's");
+    LookupPart checked[kMaxLookupParts];
+    std::int64_t cols = 0;
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+        checked[p] = lookup_part(parts[p].first, parts[p].second, out, total, "part " + std::to_string(p));
+        cols += checked[p].cols;
+    }
+    if (cols != o.cols()) throw std::invalid_argument("out's rows must hold the parts' columns, in order");
     int width = 0;
     switch (out.itemsize()) {
         case 1: width = 0; break;
@@ -107,7 +115,8 @@ void lookup_pair(py::array first, py::array first_index, py::array second, py::a
         default: throw py::type_error("out must have 1-, 2-, 4- or 8-byte elements");
     }
     if (o.empty()) return;
-    const auto kernel = learned_kernels().lookup_pair[width];
+    const LookupPartsArgs a{checked, static_cast<int>(parts.size()), o.rows()};
+    const auto kernel = learned_kernels().lookup_parts[width];
     const ReleaseGil release(out.size());
     kernel(a, out.mutable_data(), o.layout());
 }
@@ -170,8 +179,7 @@ void resample(py::array src, py::array out, py::array index, py::array weights) 
 void register_learned(py::module_& m) {
     m.def("embedding_lookup", &lookup, py::arg("table"), py::arg("positions"), py::arg("out"));
     m.def("embedding_add", &add, py::arg("x"), py::arg("table"), py::arg("positions"), py::arg("out"));
-    m.def("lookup_pair", &lookup_pair, py::arg("first"), py::arg("first_index"), py::arg("second"),
-          py::arg("second_index"), py::arg("out"));
+    m.def("lookup_parts", &lookup_parts, py::arg("parts"), py::arg("out"));
     m.def("embedding_grad", &grad, py::arg("grad"), py::arg("positions"), py::arg("out"));
     m.def("resample", &resample, py::arg("src"), py::arg("out"), py::arg("index"), py::arg("weights"));
 }

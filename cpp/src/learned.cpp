@@ -96,8 +96,8 @@ void lookup(const EmbeddingArgs& a, void* out, const RowLayout& ol) {
     run<false, T>(a, nullptr, nullptr, static_cast<T*>(out), ol);
 }
 
-// Each row of out written whole, its two parts one after the other: written
-// as two lookups into the halves of out's rows, one half after the other,
+// Each row of out written whole, its parts one after the other: written as
+// two lookups into the halves of out's rows, one half after the other,
 // concat_positional's float32 [4, 2048, 512] + [2048, 512] took 1.4-1.5x the
 // time (AMD EPYC Zen 4, 2 threads). U: an unsigned integer of the width.
 // Each row's place and its index entries are stepped along, not divided out
@@ -108,27 +108,30 @@ void lookup(const EmbeddingArgs& a, void* out, const RowLayout& ol) {
 // 0.90-1.23x). DETR's gather runs at 0.34-0.84 of a fill of its output
 // there: a copy from tables of 32 KiB and more, which the stream of stores
 // pushes out of L1 (README). Blocks of out of 128 KiB, as DETR's ran in vision.cpp.
-constexpr std::int64_t kPairBlockBytes = std::int64_t(1) << 17;
+constexpr std::int64_t kPartsBlockBytes = std::int64_t(1) << 17;
 template <class U>
-void lookup_pair(const PairLookupArgs& a, void* out_v, const RowLayout& ol) {
+void lookup_parts(const LookupPartsArgs& a, void* out_v, const RowLayout& ol) {
     U* out = static_cast<U*>(out_v);
-    const std::int64_t cols = a.first.cols + a.second.cols, cs = ol.col_stride;
+    std::int64_t cols = 0;
+    for (int p = 0; p < a.count; ++p) cols += a.parts[p].cols;
+    const std::int64_t cs = ol.col_stride;
     const bool by_loop = rows_copied_by_loop();
-    const auto copy_part = [&](const PairTable& t, std::int64_t i, U* dst) {
-        const U* src = static_cast<const U*>(t.data) + t.index[i] * t.row_stride;
-        copy_row(dst, cs, src, t.col_stride, t.cols, by_loop);
-    };
-    parallel_blocks(ol.batches * a.rows, cols * static_cast<std::int64_t>(sizeof(U)), kPairBlockBytes, cols,
+    parallel_blocks(ol.batches * a.rows, cols * static_cast<std::int64_t>(sizeof(U)), kPartsBlockBytes, cols,
                     [&](std::int64_t begin, std::int64_t end) {
-                        // Where row `begin` lies, then stepped along: no division per row.
-                        std::int64_t b = begin / a.rows, r = begin % a.rows;
-                        std::int64_t i = begin % a.first.period, j = begin % a.second.period;
+                        // Where row `begin` lies and each part's index entry, then stepped
+                        // along: no division per row.
+                        std::int64_t b = begin / a.rows, r = begin % a.rows, at[kMaxLookupParts];
+                        for (int p = 0; p < a.count; ++p) at[p] = begin % a.parts[p].period;
                         U* dst = out + ol.batch_offsets[b] + r * ol.row_stride;
                         for (std::int64_t k = begin; k < end; ++k) {
-                            copy_part(a.first, i, dst);
-                            copy_part(a.second, j, dst + a.first.cols * cs);
-                            if (++i == a.first.period) i = 0;
-                            if (++j == a.second.period) j = 0;
+                            U* part_dst = dst;
+                            for (int p = 0; p < a.count; ++p) {
+                                const LookupPart& t = a.parts[p];
+                                const U* src = static_cast<const U*>(t.data) + t.index[at[p]] * t.row_stride;
+                                copy_row(part_dst, cs, src, t.col_stride, t.cols, by_loop);
+                                part_dst += t.cols * cs;
+                                if (++at[p] == t.period) at[p] = 0;
+                            }
                             if (++r < a.rows) {
                                 dst += ol.row_stride;
                             } else {  // the next batch's first row
@@ -250,7 +253,7 @@ extern const LearnedKernels learned = {
     {lookup<float>, lookup<double>, lookup<half_t>, lookup<bfloat16_t>},
     {add<float>, add<double>, add<half_t>, add<bfloat16_t>},
     {grad<float>, grad<double>, grad<half_t>, grad<bfloat16_t>},
-    {lookup_pair<std::uint8_t>, lookup_pair<std::uint16_t>, lookup_pair<std::uint32_t>, lookup_pair<std::uint64_t>},
+    {lookup_parts<std::uint8_t>, lookup_parts<std::uint16_t>, lookup_parts<std::uint32_t>, lookup_parts<std::uint64_t>},
 };
 
 POSENC_END_TARGET

@@ -39,13 +39,14 @@ using EmbeddingAddFn = void (*)(const EmbeddingArgs&, const void* x, const RowLa
 using EmbeddingGradFn = void (*)(const EmbeddingArgs&, std::int64_t num_positions, const void* grad,
                                  const RowLayout& grad_layout, void* out);
 
-// Two tables' rows side by side: out[k, 0:first.cols] = first's row
-// first.index[k % first.period] and out[k, first.cols:] = second's row
-// second.index[k % second.period], one pass over out writing each of its rows
-// whole. DETR's y and x features (the tables of its distinct positions) and
-// concat_positional's x and pe (x's own rows, pe's repeated per batch). A copy
-// of bit patterns, so the kernels go by element width, not dtype.
-struct PairTable {
+// Rows of tables side by side: out[k, c_p : c_p + parts[p].cols] is row
+// parts[p].index[k % parts[p].period] of table p, the parts in order
+// (c_0 = 0, each next c after the last's columns), one pass over out writing
+// each of its rows whole. DETR's y and x features (tables of its distinct
+// positions), concat_positional's x and pe (x's own rows, pe's repeated per
+// batch), the grid encodings' per-axis blocks (each axis' row of a cell). A
+// copy of bit patterns, so the kernels go by element width, not dtype.
+struct LookupPart {
     const void* data;            // [index rows, cols], any strides
     std::int64_t cols;
     std::int64_t row_stride;     // in elements
@@ -53,17 +54,19 @@ struct PairTable {
     const std::int64_t* index;   // `period` rows of data (checked by the bindings)
     std::int64_t period;         // > 0
 };
-struct PairLookupArgs {
-    PairTable first, second;
+constexpr int kMaxLookupParts = 4;  // a 3-D grid has three
+struct LookupPartsArgs {
+    const LookupPart* parts;
+    int count;  // 1 .. kMaxLookupParts
     std::int64_t rows;  // rows per batch of out's layout
 };
-using PairLookupFn = void (*)(const PairLookupArgs&, void* out, const RowLayout& out_layout);
+using LookupPartsFn = void (*)(const LookupPartsArgs&, void* out, const RowLayout& out_layout);
 
 struct LearnedKernels {
     EmbeddingLookupFn lookup[kNumFloatTypes];
     EmbeddingAddFn add[kNumFloatTypes];
     EmbeddingGradFn grad[kNumFloatTypes];
-    PairLookupFn lookup_pair[4];  // by element width: 1, 2, 4, 8 bytes
+    LookupPartsFn lookup_parts[4];  // by element width: 1, 2, 4, 8 bytes
 };
 
 POSENC_DECLARE_KERNELS(LearnedKernels, learned)

@@ -1,6 +1,6 @@
 // posenc/vision.hpp — kernels of the vision family, one table per ISA: Swin's
 // relative position bias (streamed). DETR's sine embedding is a two-table
-// gather, learned.hpp's lookup_pair.
+// gather, learned.hpp's lookup_parts.
 //
 // Swin.
 // Swin adds to the [N, N] scores of a wh × ww window (N = wh·ww, token n = (i, j),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -33,19 +33,31 @@ def add(plan: SinusoidalAdd) -> Any:
     return _api.returned(out, dest)
 
 
+def grid_parts(grid: Tuple[int, ...], tables: Sequence[Tuple[int, np.ndarray]]) -> List[Tuple[np.ndarray, np.ndarray]]:
+    """lookup_parts' parts for the cells of ``grid`` in C order: for each (axis, table) the table (a row
+    per index of the axis) and the axis index of every cell, ``repeat(arange(n), cells after it)``."""
+    return [(table, np.repeat(np.arange(grid[axis], dtype=np.int64), math.prod(grid[axis + 1:])))
+            for axis, table in tables]
+
+
 @_api.native(SinusoidalGrid)
 def grid(plan: SinusoidalGrid) -> Any:
+    # Each axis' block of channels from a table of its own [size, channels] (the kernel's rows do not
+    # depend on where they are written), then every cell's row written whole (lookup_parts). The
+    # blocks written one after the other, each a pass over the cells, took 1.0-3.6x the time on a
+    # Zen 4 (out=, four formats, 1 and 2 threads), 0.95x on float64 [32, 32, 1024] at 2 threads.
+    tables = []
+    for axis, size in enumerate(plan.shape):
+        width = min(plan.channels, plan.dim - axis * plan.channels)
+        if width <= 0:
+            break
+        table = np.empty((size, plan.channels), plan.dtype)
+        native.sinusoidal_table(table, None, 0.0, plan.inv_freq, True)
+        tables.append((axis, table[:, :width]))
+
     def fill(dest: np.ndarray) -> None:
-        axes = len(plan.shape)
-        for axis in range(axes):
-            first = axis * plan.channels
-            last = min(first + plan.channels, plan.dim)
-            if first >= last:
-                break
-            # The axis' channels, as [other axes..., axis, channels]: the
-            # kernel repeats each row over the leading (batch) axes.
-            view = np.moveaxis(dest[..., first:last], axis, axes - 1)
-            native.sinusoidal_table(view, None, 0.0, plan.inv_freq, True)
+        if dest.size:
+            native.lookup_parts(grid_parts(plan.shape, tables), dest)
 
     dest = write(plan.out, plan.shape + (plan.dim,), plan.dtype, fill)
     return _api.returned(plan.out, dest)
@@ -73,7 +85,7 @@ def _repeating_rows(a: np.ndarray, lead: Tuple[int, ...]) -> Optional[np.ndarray
 
 @_api.native(ConcatPositional)
 def concat(plan: ConcatPositional) -> Any:
-    """x's rows and pe's side by side through the learned family's two-table gather (lookup_pair)."""
+    """x's rows and pe's side by side through the learned family's row gather (lookup_parts)."""
     lead = plan.shape[:-1]
     x, pe = aligned(plan.x), aligned(plan.pe)
     rows = [_repeating_rows(a, lead) for a in (x, pe)] if x.dtype == pe.dtype == plan.dtype else [None]
@@ -82,7 +94,6 @@ def concat(plan: ConcatPositional) -> Any:
     xr, pr = rows
 
     def fill(dest: np.ndarray) -> None:
-        native.lookup_pair(xr, np.arange(xr.shape[0], dtype=np.int64), pr, np.arange(pr.shape[0], dtype=np.int64),
-                           dest)
+        native.lookup_parts([(r, np.arange(r.shape[0], dtype=np.int64)) for r in (xr, pr)], dest)
 
     return _api.returned(plan.out, write(plan.out, plan.shape, plan.dtype, fill))

@@ -1,4 +1,4 @@
-"""Native executors of the vision plans (kernels: cpp/src/sinusoidal.cpp, cpp/src/relative.cpp, cpp/src/vision.cpp)."""
+"""Native executors of the vision plans (kernels: cpp/src/sinusoidal.cpp, relative.cpp, vision.cpp, learned.cpp)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from .._backend import native
 from .._plans.vision import DetrSine, SinusoidalGridRows, SinusoidalRows, SwinBias, detr_encode, detr_positions, encode
 from ._rounded import rounded
 from ._memory import aligned, write
+from .sinusoidal import grid_parts
 
 
 def _as_rows(dest: np.ndarray, rows: int, cols: int, fill: Callable[[np.ndarray], None]) -> None:
@@ -48,22 +49,16 @@ def rows(plan: SinusoidalRows) -> Any:
 
 @_api.native(SinusoidalGridRows)
 def grid_rows(plan: SinusoidalGridRows) -> Any:
-    axes = len(plan.grid)
+    # Each block's rows, one per index of its axis, rounded once; then every cell's row written whole
+    # (lookup_parts), as the 2-D/3-D grids are.
+    tables = [(block.axis, rounded(encode(np.multiply.outer(block.positions, block.freqs), plan.interleaved),
+                                   plan.dtype)) for block in plan.blocks]
 
     def fill(dest: np.ndarray) -> None:
         dest[: plan.zero_rows] = 0
-        cells = dest[plan.zero_rows :].reshape(plan.grid + (plan.shape[1],))  # splits one axis: always a view
-        first = 0
-        for block in plan.blocks:
-            # The block's rows, one per index of its axis, rounded once; the copy kernel
-            # repeats them over the other axes: [other axes..., axis, channels] reads row
-            # i of the lookup row reversed (its Toeplitz convention, one distance = c elements).
-            emb = rounded(encode(np.multiply.outer(block.positions, block.freqs), plan.interleaved), plan.dtype)
-            c = emb.shape[1]
-            lut = np.ascontiguousarray(emb[::-1]).reshape(1, -1)
-            view = np.moveaxis(cells[..., first : first + c], block.axis, axes - 1)
-            native.toeplitz_copy(view, lut, c)
-            first += c
+        cells = dest[plan.zero_rows :]
+        if cells.size:
+            native.lookup_parts(grid_parts(plan.grid, tables), cells)
 
     return _api.returned(plan.out, write(plan.out, plan.shape, plan.dtype, fill))
 
@@ -119,6 +114,6 @@ def detr_sine(plan: DetrSine) -> Any:
             return
         y_table, y_index = _detr_block(plan.y_count, h, 1, plan)
         x_table, x_index = _detr_block(plan.x_count, w, 2, plan)
-        native.lookup_pair(y_table, y_index, x_table, x_index, dest)
+        native.lookup_parts([(y_table, y_index), (x_table, x_index)], dest)
 
     return _api.returned(plan.out, write(plan.out, plan.shape, plan.dtype, fill))
