@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, List, Tuple
 
 import numpy as np
 
@@ -49,10 +49,16 @@ def rows(plan: SinusoidalRows) -> Any:
 
 @_api.native(SinusoidalGridRows)
 def grid_rows(plan: SinusoidalGridRows) -> Any:
-    # Each block's rows, one per index of its axis, rounded once; then every cell's row written whole
+    # Each block's rows, one per index of its axis, rounded once (a square grid's two blocks share
+    # theirs: NumPy's sines are most of the call); then every cell's row written whole
     # (lookup_parts), as the 2-D/3-D grids are.
-    tables = [(block.axis, rounded(encode(np.multiply.outer(block.positions, block.freqs), plan.interleaved),
-                                   plan.dtype)) for block in plan.blocks]
+    tables: List[Tuple[int, np.ndarray]] = []
+    for block in plan.blocks:
+        same = [t for b, (_, t) in zip(plan.blocks, tables)
+                if b.freqs is block.freqs and np.array_equal(b.positions, block.positions)]
+        table = same[0] if same else rounded(encode(np.multiply.outer(block.positions, block.freqs),
+                                                     plan.interleaved), plan.dtype)
+        tables.append((block.axis, table))
 
     def fill(dest: np.ndarray) -> None:
         dest[: plan.zero_rows] = 0
