@@ -88,12 +88,14 @@ def concat(plan: ConcatPositional) -> Any:
     """x's rows and pe's side by side through the learned family's row gather (lookup_parts)."""
     lead = plan.shape[:-1]
     x, pe = aligned(plan.x), aligned(plan.pe)
-    rows = [_repeating_rows(a, lead) for a in (x, pe)] if x.dtype == pe.dtype == plan.dtype else [None]
-    if any(r is None for r in rows) or plan.dtype.itemsize not in (1, 2, 4, 8):  # a conversion, another broadcast
+    copied = x.dtype == pe.dtype == plan.dtype and plan.dtype.itemsize in (1, 2, 4, 8)
+    xr = _repeating_rows(x, lead) if copied else None
+    pr = _repeating_rows(pe, lead) if copied else None
+    if xr is None or pr is None:  # a conversion, or another broadcast: NumPy's assignment
         return _api.returned(plan.out, concat_into(_api.target(plan.out, plan.shape, plan.dtype), x, pe))
-    xr, pr = rows
+    parts = [(r, np.arange(r.shape[0], dtype=np.int64)) for r in (xr, pr)]
 
     def fill(dest: np.ndarray) -> None:
-        native.lookup_parts([(r, np.arange(r.shape[0], dtype=np.int64)) for r in (xr, pr)], dest)
+        native.lookup_parts(parts, dest)
 
     return _api.returned(plan.out, write(plan.out, plan.shape, plan.dtype, fill))
