@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
@@ -27,11 +27,37 @@ def _as_rows(dest: np.ndarray, rows: int, cols: int, fill: Callable[[np.ndarray]
     fill(view)
 
 
+def _span_table(coords: np.ndarray, freqs: np.ndarray, plan: SinusoidalRows) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """A grid axis' block as lookup_parts takes it: the sinusoidal rows of every whole number from the
+    coordinates' least to their greatest, and each row's entry; None unless the coordinates are whole
+    numbers spanning at most a quarter as many values as there are rows."""
+    lo, hi = coords.min(), coords.max()
+    if hi - lo >= coords.shape[0] // 4 or not np.array_equal(coords, np.floor(coords)):
+        return None
+    table = np.empty((int(hi - lo) + 1, 2 * freqs.shape[0]), plan.dtype)
+    native.sinusoidal_table(table, None, float(lo), freqs, plan.interleaved)
+    return table, (coords - lo).astype(np.int64)
+
+
 @_api.native(SinusoidalRows)
 def rows(plan: SinusoidalRows) -> Any:
     n, dim = plan.coords.shape[0], plan.shape[-1]
+    # A grid's coordinates (patch indices) take few values per axis: each axis' rows then come from a
+    # table of those values, and every row is written whole (lookup_parts) instead of a pass per axis
+    # evaluating every row's sines. Not for small results, where the tables' set-up costs more than
+    # it saves (an 8 x 8 grid of 128 features took 1.3x the time).
+    parts: List[Tuple[np.ndarray, np.ndarray]] = []
+    for a, w in enumerate(plan.freqs if n * dim >= 1 << 14 and len(plan.freqs) <= 4 else ()):
+        part = _span_table(plan.coords[:, a], w, plan)
+        if part is None:
+            parts = []
+            break
+        parts.append(part)
 
     def fill(dest: np.ndarray) -> None:
+        if parts:
+            native.lookup_parts(parts, dest)
+            return
         first = 0
         for a, w in enumerate(plan.freqs):
             last = first + 2 * w.shape[0]
