@@ -345,6 +345,15 @@ def test_against_positional_encodings_package(isa):
         np.testing.assert_allclose(posenc.sinusoidal_3d(3, 4, 5, dim), t3, rtol=0, atol=2e-6)
 
 
+def test_negative_zero_is_position_zero(backend):
+    """−0 is position 0: +0 sines on both executors (NumPy's sin(−0·ω) would be −0, the kernels' +0)."""
+    pos = np.array([-0.0, 0.0, 3.0, -0.0])
+    for got in (posenc.sinusoidal(pos, 6), posenc.sinusoidal_nd(np.stack([pos, -pos], -1), (4, 2)),
+                posenc.rope_cos_sin(pos, 8)[1]):
+        assert_bitwise_equal(got[0], got[1])
+        assert not np.signbit(got[[0, 1, 3]]).any()
+
+
 # ---------------------------------------------------------------- concat
 
 def test_concat_positional():

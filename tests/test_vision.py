@@ -134,6 +134,12 @@ def test_sinusoidal_nd_grid_coordinates(isa, sizes, batch, dims, dtype, interlea
     assert got is out
     exact = np.concatenate([closed_rows(coords[:, a], d, 10000.0, interleaved) for a, d in enumerate(dims)], axis=-1)
     assert_close_to_float64(got, exact, angle_slack(float(np.abs(coords).max())))
+    if floats:  # −0 among the coordinates is coordinate 0 (+0 sines) on both executors, by either path
+        coords[:] = np.resize(grid, (rows, axes))[rng.permutation(rows)]
+        coords[coords == 0] = -0.0
+        got = posenc.sinusoidal_nd(coords, dims, interleaved=interleaved, dtype=dtype)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(ref.sinusoidal_nd(coords, dims, interleaved=interleaved,
+                                                                           dtype=dtype)))
 
 
 def test_sinusoidal_nd_one_axis_is_sinusoidal(isa):
