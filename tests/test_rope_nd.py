@@ -20,7 +20,7 @@ from hypothesis import given, settings, strategies as st
 import posenc
 from posenc import reference as ref
 
-from helpers import FLOAT_DTYPES, Peer, assert_close_to_float64, eps, needs, rand, strided_view
+from helpers import FLOAT_DTYPES, Peer, assert_bitwise_equal, assert_close_to_float64, eps, needs, rand, strided_view
 from hostile import BIG, Spec, byteswapped, empty_of, misaligned, negative_strides, stepped
 from test_rope import in_place_variants
 from test_vision import axes_dims_cases
@@ -283,6 +283,30 @@ def assert_near_reference(got, want, x, coords, freqs):
         tol = eps(got.dtype) * np.abs(w64) + slack
     err = np.abs(got.astype(np.float64) - w64)
     assert (err <= tol).all(), f"worst {err.max():.3g}"
+
+
+@settings(max_examples=30, deadline=None)
+@given(sizes=st.lists(st.integers(1, 20), min_size=1, max_size=3), dims=st.lists(st.integers(1, 10), min_size=3, max_size=3),
+       runs=st.sampled_from(["blocks", "sections", "mixed"]), offset=st.integers(-500, 500),
+       dtype=st.sampled_from(FLOAT_DTYPES), seed=st.integers(0, 2**16))
+def test_cos_sin_axial_grid_is_the_per_row_kernel(native_isa, sizes, dims, runs, offset, dtype, seed):
+    """Axial frequencies on grid coordinates (shuffled, offset) come from a table per run of one axis'
+    pairs: bit for bit the per-element kernel's values, which a half-integer row elsewhere forces."""
+    rng = np.random.default_rng(seed)
+    axes = len(sizes)
+    freqs = posenc.rope_axial_freqs([2 * d for d in dims[:axes]])
+    pairs = freqs.shape[1]
+    if runs == "sections":  # more runs of one axis than the tables take (4): the per-row kernel throughout
+        freqs = freqs[:, rng.permutation(pairs)]
+    elif runs == "mixed":  # a pair turning on two axes: not axial
+        freqs[:, 0] = freqs[0, 0] if axes > 1 else freqs[:, 0]
+    grid = np.stack(np.meshgrid(*[np.arange(n) for n in sizes], indexing="ij"), -1).reshape(-1, axes) + offset
+    rows = max(2**17 // pairs + 1, len(grid))  # 2^17 values or more: the tables' path
+    coords = np.resize(grid, (rows, axes))[rng.permutation(rows)]
+    got = posenc.rope_nd_cos_sin(coords, freqs, dtype=dtype)
+    per_row = posenc.rope_nd_cos_sin(np.concatenate([coords, np.full((1, axes), 0.5)]), freqs, dtype=dtype)
+    for g, w in zip(got, per_row):
+        assert_bitwise_equal(g, w[:-1])
 
 
 @settings(max_examples=30, deadline=None)
