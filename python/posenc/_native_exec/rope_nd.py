@@ -1,4 +1,4 @@
-"""Native executors of the multi-axis rotary plans (kernel: cpp/src/rope.cpp, its coords·freqs angle source).
+"""Native executors of the multi-axis rotary plans (kernels: cpp/src/rope.cpp, its coords·freqs angle source; learned.cpp's lookup_parts for grid tables).
 
 One kernel call: with shared frequencies each (batch, token)'s cos/sin are
 computed once and serve every head; per-head frequencies (which share
@@ -15,6 +15,7 @@ from .. import _api
 from .._backend import native
 from .._plans.rope_nd import RopeNdCosSin, RopeNdRotation
 from ._memory import aligned, write
+from .sinusoidal import grid_span
 
 
 def _rotate_into(plan: RopeNdRotation, x: np.ndarray, dest: np.ndarray) -> None:
@@ -42,7 +43,7 @@ def _axial_parts(coords: np.ndarray, freqs: np.ndarray, dtype: np.dtype) -> Opti
     values as there are rows, the kernel evaluates that span once, with the other coordinates 0 (the
     same angles, so the same bits) and every row is gathered from the tables.
     """
-    rows, axes = coords.shape
+    axes = coords.shape[1]
     nonzero = freqs != 0
     if not (nonzero.sum(axis=0) == 1).all():
         return None
@@ -55,11 +56,12 @@ def _axial_parts(coords: np.ndarray, freqs: np.ndarray, dtype: np.dtype) -> Opti
     for j0, j1 in zip(starts, starts[1:] + [owner.shape[0]]):
         a = int(owner[j0])
         c = coords[:, a]
-        lo, hi = c.min(), c.max()
-        if hi - lo >= rows // 4 or not np.array_equal(c, np.floor(c)):
+        whole = grid_span(c)
+        if whole is None:
             return None
-        span = np.zeros((int(hi - lo) + 1, axes))
-        span[:, a] = lo + np.arange(span.shape[0])
+        lo, count = whole
+        span = np.zeros((count, axes))
+        span[:, a] = lo + np.arange(count)
         ct, st = np.empty((span.shape[0], j1 - j0), dtype), np.empty((span.shape[0], j1 - j0), dtype)
         native.rope_nd_cos_sin(ct, st, span, np.ascontiguousarray(freqs[:, j0:j1]))
         index = (c - lo).astype(np.int64)

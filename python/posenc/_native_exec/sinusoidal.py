@@ -33,6 +33,15 @@ def add(plan: SinusoidalAdd) -> Any:
     return _api.returned(out, dest)
 
 
+def grid_span(values: np.ndarray) -> Optional[Tuple[float, int]]:
+    """(least value, span) when ``values`` are whole numbers spanning at most a quarter as many values
+    as there are of them (a grid's coordinates along one axis), else None."""
+    lo, hi = values.min(), values.max()
+    if hi - lo >= values.shape[0] // 4 or not np.array_equal(values, np.floor(values)):
+        return None
+    return float(lo), int(hi - lo) + 1
+
+
 def grid_parts(grid: Tuple[int, ...], tables: Sequence[Tuple[int, np.ndarray]]) -> List[Tuple[np.ndarray, np.ndarray]]:
     """lookup_parts' parts for the cells of ``grid`` in C order: for each (axis, table) the table (a row
     per index of the axis) and the axis index of every cell, ``repeat(arange(n), cells after it)``."""

@@ -11,7 +11,7 @@ from .._backend import native
 from .._plans.vision import DetrSine, SinusoidalGridRows, SinusoidalRows, SwinBias, detr_encode, detr_positions, encode
 from ._rounded import rounded
 from ._memory import aligned, write
-from .sinusoidal import grid_parts
+from .sinusoidal import grid_parts, grid_span
 
 
 def _as_rows(dest: np.ndarray, rows: int, cols: int, fill: Callable[[np.ndarray], None]) -> None:
@@ -31,11 +31,12 @@ def _span_table(coords: np.ndarray, freqs: np.ndarray, plan: SinusoidalRows) -> 
     """A grid axis' block as lookup_parts takes it: the sinusoidal rows of every whole number from the
     coordinates' least to their greatest, and each row's entry; None unless the coordinates are whole
     numbers spanning at most a quarter as many values as there are rows."""
-    lo, hi = coords.min(), coords.max()
-    if hi - lo >= coords.shape[0] // 4 or not np.array_equal(coords, np.floor(coords)):
+    span = grid_span(coords)
+    if span is None:
         return None
-    table = np.empty((int(hi - lo) + 1, 2 * freqs.shape[0]), plan.dtype)
-    native.sinusoidal_table(table, None, float(lo), freqs, plan.interleaved)
+    lo, count = span
+    table = np.empty((count, 2 * freqs.shape[0]), plan.dtype)
+    native.sinusoidal_table(table, None, lo, freqs, plan.interleaved)
     return table, (coords - lo).astype(np.int64)
 
 
