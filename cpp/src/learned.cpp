@@ -101,7 +101,8 @@ void lookup(const EmbeddingArgs& a, void* out, const RowLayout& ol) {
 // concat_positional's float32 [4, 2048, 512] + [2048, 512] took 1.4-1.5x the
 // time (AMD EPYC Zen 4, 2 threads). U: an unsigned integer of the width.
 // Each row's place and its index entries are stepped along, not divided out
-// of its number: on the Zen 4 (calls switched one by one, 1 and 2 threads)
+// of its number: on the Zen 4 (the two-part form this generalises, calls
+// switched one by one, 1 and 2 threads)
 // concat_positional took 0.86-1.08x the time of the division per row (wide
 // float64 rows gain most), DETR's features 0.91-1.05x (its gather alone
 // 0.84-1.07x; rows found from their number in C-contiguous outputs had taken
