@@ -1,7 +1,7 @@
 """Copies: concat_positional against what a user writes instead.
 
-posenc writes each result row whole in one pass (the learned family's
-two-table gather, which DETR's features use too); NumPy's two strided
+posenc writes each result row whole in one pass (the learned family's row
+gather, lookup_parts, which DETR's features and the grids use too); NumPy's two strided
 assignments and PyTorch's ``torch.cat`` of x and the broadcast table are the
 alternatives, with the fill ceiling of the result at posenc's thread count.
 Ratios are read from one run:
@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 import posenc
-from posenc._bench import cases
+from posenc._bench import available_dtypes, cases
 
 from conftest import torch
 
 SHAPES = {"[4, 2048, 512] + [2048, 512]": ((4, 2048), 512, 512), "[32, 256, 256] + [256, 64]": ((32, 256), 256, 64)}
-DTYPES = ["float32", "float16", "bfloat16", "float64"]
+DTYPES = available_dtypes(["all"])  # bfloat16 only with ml_dtypes
 
 
 @pytest.mark.parametrize("impl", ["posenc out=", "numpy assignments", "torch cat"])

@@ -300,10 +300,11 @@ def position_values(arr: np.ndarray, name: str = "positions") -> np.ndarray:
     values = np.require(arr, np.float64, ["C", "A"])  # aligned: the kernels load doubles from it
     if values.size and not np.isfinite(values).all():
         raise ValueError(f"{name} must be finite (found NaN or infinity)")
-    zeros = values == 0
-    if is_float and zeros.any() and np.signbit(values[zeros]).any():
-        # −0 is position 0: NumPy's sin(−0·ω) is −0 where the kernels' is +0, so both executors get +0.
-        values = values + 0.0
+    if is_float and values.size:
+        zeros = values == 0
+        if zeros.any() and np.signbit(values[zeros]).any():
+            # −0 is position 0: NumPy's sin(−0·ω) is −0 where the kernels' is +0, so both executors get +0.
+            values = values + 0.0
     return values
 
 
