@@ -352,23 +352,26 @@ def test_rotation_where_float32_rounds_otherwise(path: str, dtype: Any, interlea
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("interleaved", [True, False], ids=["interleaved", "split"])
 @pytest.mark.parametrize("scale", [1.0, 1.1, 32.0])
-def test_sum_where_float32_rounds_otherwise(path: str, dtype: Any, interleaved: bool, scale: float) -> None:
+@pytest.mark.parametrize("batches", [1, 4])
+def test_sum_where_float32_rounds_otherwise(path: str, dtype: Any, interleaved: bool, scale: float,
+                                            batches: int) -> None:
     """float16/bfloat16 add_sinusoidal sums in float32 first and keeps that result only where it
     provably rounds as the float64 sum does (sinusoidal.cpp, rounds_alike.hpp). The float32 sum
     errs mostly by the encoding's own rounding to float, so here x puts each sum just off a
     halfway point of the format, on the other side from that error, wherever the encoding value
     lies close enough to one: those sums must come out as the float64 sum rounded once, i.e. from
     the fallback. (Other elements are 0.) Fails when the check is dropped or its error bound is 8
-    times too small."""
+    times too small. Four batches take float16's own route for scales that are floats on the
+    AVX-512 path (add_row_float_scale; the tests below break its bound's parts)."""
     bits = 11 if np.dtype(dtype) == np.float16 else 8
     seq, dim = 2048, 64
     pe = posenc.sinusoidal(np.arange(seq), dim, interleaved=interleaved, dtype=np.float64)
     with np.errstate(divide="ignore"):
         step = np.ldexp(1.0, np.frexp(pe)[1] - bits)  # the format's spacing at each value
     halfway = (np.floor(pe / step) + 0.5) * step
-    x = np.zeros((1, seq, dim))
+    x = np.zeros((batches, seq, dim))
     near = (np.abs(halfway - pe) < 2.0 ** (-6 - bits) * np.abs(pe)) & (np.abs(pe) >= 2.0**-14)  # normal values
-    x[0][near] = ((halfway - pe)[near] / scale).astype(dtype).astype(np.float64)
+    x[:, near] = ((halfway - pe)[near] / scale).astype(dtype).astype(np.float64)
     exact = x * scale + pe
     w, s32 = pe.astype(np.float32).astype(np.float64), float(np.float32(scale))
     f32 = (x * s32 + w).astype(np.float32).astype(np.float64)
@@ -376,6 +379,52 @@ def test_sum_where_float32_rounds_otherwise(path: str, dtype: Any, interleaved: 
     assert differ.sum() >= 16, differ.sum()  # enough sums that float32 rounds otherwise
     got = posenc.add_sinusoidal(x.astype(dtype), scale=scale, interleaved=interleaved)
     same_bits(got, round_once(exact, dtype) if bits == 11 else _round_normal(exact, bits).astype(dtype))
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0])
+def test_float16_sum_on_a_halfway_point(path: str, scale: float) -> None:
+    """float16 add_sinusoidal of four batches with a scale that is a float, which on the AVX-512 path
+    sums in float32 first with a bound of its own, e = (1 + 2^-8)·(2^-23·|F| + 2^-24·|w|) + 2^-140
+    (sinusoidal.cpp, add_row_float_scale), where the float32 sum F lands on a halfway point of
+    float16 while the exact one lies just past it: x·s in [512, 1024) plus an encoding value v
+    within float32's rounding of ±0.25 or ±0.75 (positions picked near asin of those, column 0's
+    frequency being 1). F ± e must move off F; with the bound's |F| part 8 times too small they do
+    not, and F's tie rounds the wrong way in one of x·s's two parities."""
+    rng = np.random.default_rng(17)
+    targets = np.repeat([0.25, 0.75, -0.25, -0.75], 256)
+    picked = np.arcsin(targets) + rng.uniform(-(2.0**-27), 2.0**-26, targets.size)
+    pe = posenc.sinusoidal(positions=picked, dim=16, dtype=np.float64)
+    on_grid = (pe[:, 0].astype(np.float32) == targets) & (pe[:, 0] != targets)
+    assert on_grid.sum() >= 512, on_grid.sum()
+    positions, v = picked[on_grid], pe[on_grid]
+    whole = rng.integers(512, 1023, positions.size) * np.sign(v[:, 0])
+    x = np.zeros((4, positions.size, 16))
+    x[:, :, 0] = (whole + 0.5 * np.sign(v[:, 0]) * (np.arange(4)[:, None] % 2)) / scale
+    exact = x * scale + v
+    f32 = (x * np.float32(scale) + v.astype(np.float32)).astype(np.float32).astype(np.float64)
+    assert (round_once(f32, np.float16).view(np.uint16) != round_once(exact, np.float16).view(np.uint16)).sum() >= 64
+    got = posenc.add_sinusoidal(x.astype(np.float16), positions=positions, scale=scale)
+    same_bits(got, round_once(exact, np.float16))
+
+
+@pytest.mark.parametrize("scale", [float(np.float32(1.1)), float(np.float32(-0.3))])
+def test_float16_sum_that_cancels(path: str, scale: float) -> None:
+    """The same route where x·s cancels the encoding value v to within float16's spacing, in one
+    lane of each vector of 16 (the others 0; a vector falls back whole): F = x·s + w then errs
+    mostly by w's rounding, which for scales of many bits (x·s inexact in float32, so F no
+    halfway point) only the bound's |w| part covers. Fails when that part is 8 times too small."""
+    rng = np.random.default_rng(19)
+    seq, dim = 1024, 64
+    v = posenc.sinusoidal(np.arange(seq), dim, dtype=np.float64)
+    near = -v.astype(np.float16).astype(np.float64)
+    spacing = np.ldexp(1.0, np.frexp(near)[1] - 11)
+    x = (near[None] + spacing[None] * np.arange(-2, 2)[:, None, None]) / scale
+    lane = np.arange(dim) % 16 == rng.integers(0, 16, (4, seq, 1))
+    x = np.where(lane, x, 0.0).astype(np.float16).astype(np.float64)
+    exact = x * scale + v
+    f32 = (x * scale + v.astype(np.float32)).astype(np.float32).astype(np.float64)  # x·s exact in float64
+    assert (round_once(f32, np.float16).view(np.uint16) != round_once(exact, np.float16).view(np.uint16)).sum() >= 16
+    same_bits(posenc.add_sinusoidal(x.astype(np.float16), scale=scale), round_once(exact, np.float16))
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)

@@ -221,6 +221,8 @@ POSENC_BLOCK_INLINE void add_exact(const AngleRow& v, std::int64_t j, double sca
 // one). Adding in place to the same x call
 // after call had shown it 0.79-0.91x this time where three or more batches
 // share a row: x grows with every add, and fewer of its vectors fall back.
+// Scales that are floats have a tighter bound, used from three batches up
+// (add_row_float_scale).
 template <class T>
 inline void add_row_exact(const AngleRow& v, std::int64_t n, double scale, const T* x, T* out, const T* next) {
     constexpr std::int64_t kLine = kLineBytes / sizeof(T);
@@ -301,6 +303,69 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
     for (; j < n; j += kFullLanes) add_columns(v, j, n - j < kFullLanes ? n - j : kFullLanes, scale, x, out);
 }
 
+#if defined(__AVX512F__)
+// float16 sums on the AVX-512 path whose scale is itself a float (1, 2^k,
+// float32(1.1), ...): in float32 first after all, with a bound of their own.
+// With s = scale exact, the FMA F = x·s + w rounds once, and w = float(v)
+// errs by at most 2^-24·|w|·(1 + 2^-23), so |F − V| ≤ 2^-24·|F| +
+// 2^-24·(1 + 2^-23)·|w| + 2^-53·|V| (+ 2^-148 for underflow); SumCheck's
+// general bound is 3·2^-24·A, A = |x·s| + |w|, plus one more rounding of s.
+// F ± e as rounded moves by at most 2^-24·(|F| + e), so
+// e = (1 + 2^-8)·(2^-23·|F| + 2^-24·|w|) + 2^-140 keeps V and F inside
+// (rounds_alike.hpp); the |w| part is built once per row with w
+// (float_row_and_bounds), and the check is then two operations. A result
+// that may be ±0 (|F| < e) falls back, as does a non-finite one (F ± e is
+// then NaN, or infinite with F's sign; F is NaN only where x is, and
+// carries x's payload as the float64 sum does). Scales within 2^±60 only:
+// x·s then can neither overflow nor be subnormal. (The |F| part makes
+// F ± e leave F, which matters where F is itself a halfway point; the |w|
+// part matters where x·s is inexact in float32 and cancels v: the two
+// tests of test_half_precision.py that break each part.)
+// Building w and its bounds costs about a third of adding the row to one
+// batch, so a work item takes this route where it adds each row to at
+// least kFloatScaleSumsFrom batches. Against add_row_exact (AMD EPYC Zen 4,
+// x restored before each call, calls switched one by one, medians of 25;
+// 1 / 2 threads): [4, 2048, 1024] 0.94 / 0.87-0.94x the time,
+// [16, 128, 1024] 0.82 / 0.74-0.83x, [8, 512, 768] 0.89 / 0.76-0.88x,
+// [3, 1024, 1024] 0.98 / 0.90-0.97x, [4, 4096, 4096] (rows past L1)
+// 1.01-1.03x; forced onto one batch 1.30x, two 1.00-1.04x. Adding to the
+// same x call after call, as `posenc bench` does, [4, 2048, 1024] at two
+// threads took 0.98-1.08 ms against add_row_exact's 1.22-1.26 (float32:
+// 0.95-0.97).
+template <class T> constexpr bool kFloatScaleSums = std::is_same<T, half_t>::value;
+constexpr std::int64_t kFloatScaleSumsFrom = 3;
+inline bool float_scale(double scale) {
+    const double m = std::fabs(scale);
+    return static_cast<double>(static_cast<float>(scale)) == scale && m >= 0x1p-60 && m <= 0x1p60;
+}
+
+// w = float(v) as float_row builds it and b[j] = (1 + 2^-8)·2^-24·|w[j]| + 2^-140, j < n.
+inline void float_row_and_bounds(const AngleRow& v, std::int64_t n, float* __restrict w, float* __restrict b) {
+    float_row(v, n, w);
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) b[j] = std::fabs(w[j]) * (0x1p-24f * (1 + 0x1p-8f)) + 0x1p-140f;
+}
+
+template <class T>
+inline void add_row_float_scale(const AngleRow& v, const float* __restrict w, const float* __restrict b,
+                                std::int64_t n, double scale, const T* x, T* out, const T* next) {
+    constexpr std::int64_t kLine = kLineBytes / sizeof(T);
+    const FullFloats s = splat(static_cast<float>(scale)), k = splat(0x1p-23f * (1 + 0x1p-8f));
+    std::int64_t j = 0;
+    for (; j + kFullLanes <= n; j += kFullLanes) {
+        if (next && j % kLine == 0) prefetch_far_line<T>(next + j);
+        const FullFloats f = fused_add(widen_full(x + j), s, load_full(w + j));
+        RoundedLanes<T> r;
+        if (!round_checked(f, fused_add(magnitude(f), k, load_full(b + j)), r)) {
+            store_rounded(out + j, r);
+            continue;
+        }
+        add_exact(v, j, scale, x, out);
+    }
+    if (j < n) add_columns(v, j, n - j, scale, x, out);
+}
+#endif
+
 // bfloat16 sums read and write x as it lies, 2·kFullLanes values a vector
 // (sixteen on AVX2, 32 on AVX-512), two to a 32-bit lane (rounds_alike.hpp's
 // Pairs: firsts, the even columns, and seconds, the odd ones, each a float
@@ -355,6 +420,16 @@ inline void add_row_pairs(const AngleRow& v, const float* __restrict w, std::int
 
 #else
 inline void pair_float_row(const AngleRow&, std::int64_t, float*) {}
+#endif
+
+#if !(POSENC_HAVE_LANES && defined(__AVX512F__))
+template <class T> constexpr bool kFloatScaleSums = false;
+constexpr std::int64_t kFloatScaleSumsFrom = 0;
+inline bool float_scale(double) { return false; }
+inline void float_row_and_bounds(const AngleRow&, std::int64_t, float*, float*) {}
+template <class T>
+inline void add_row_float_scale(const AngleRow&, const float*, const float*, std::int64_t, double, const T*, T*,
+                                const T*) {}
 #endif
 
 // Columns [0, n) of a row: out[j] = v[j] (kAdd false) or scale·x[j] + v[j]
@@ -707,7 +782,8 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
 
     // Per thread: the angle row (sines, then cosines), for an interleaved
     // sum the row interleaved, for a float16/bfloat16 sum in float32 first
-    // the row as floats; plus the one-position step shared by all.
+    // the row as floats (and their bounds, add_row_float_scale); plus the
+    // one-position step shared by all.
     constexpr bool kNarrowRows = kAdd && kNarrowFormat<T> && POSENC_HAVE_LANES;
     // Each placed in its page (buffer.hpp): the angle row a few lines past
     // the first output row's offset, the step a quarter page past the row's,
@@ -723,7 +799,9 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     // float16 within 6%; the float32 sum [4, 2048, 1024] at two threads 1.09
     // against 1.24 ms.
     constexpr std::uintptr_t kRowAhead = 256, kStepAhead = kRowAhead + kPageBytes / 4;
-    const std::int64_t per_thread = kPageDoubles + 4 * half + (kNarrowRows ? a.cols / 2 + 1 : 0);
+    const std::int64_t float_row_doubles = kFloatScaleSums<T> ? a.cols + 4 : a.cols / 2 + 1;
+    const std::int64_t per_thread = kPageDoubles + 4 * half + (kNarrowRows ? float_row_doubles : 0);
+    const bool scale_is_float = kFloatScaleSums<T> && float_scale(scale);
     const std::uintptr_t out_page = page_offset(out + (ol.batches ? ol.batch_offsets[0] : 0));
     Scratch scratch(kPageDoubles + 2 * half + per_thread * threads);
     const AngleStep step = angle_step(a.inv_freq, half, a.rows, at_page_offset(scratch.data(), out_page + kStepAhead));
@@ -747,11 +825,13 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
         AngleRows angles(a.positions, a.inv_freq, half, step, mine);
         double* interleaved = mine + 2 * half;
         float* row32 = reinterpret_cast<float*>(mine + 4 * half);
+        float* bounds32 = row32 + a.cols + 4;  // float_row_and_bounds' b
         const std::int64_t block = item / slices, slice = item % slices;
         const std::int64_t b0 = ol.batches * slice / slices, b1 = ol.batches * (slice + 1) / slices;
         const std::int64_t r0 = block * kAnchorRows;
         const std::int64_t r1 = r0 + kAnchorRows < a.rows ? r0 + kAnchorRows : a.rows;
         const bool pairs_in_registers = wide_pairs_in_registers && b1 - b0 <= kPairsInRegistersUpTo;
+        const bool float_scale_sums = scale_is_float && b1 - b0 >= kFloatScaleSumsFrom;
         // A table's block of consecutive positions a few rows at a time,
         // its angles stepped in registers (table_block).
         if constexpr (kBlockTables<T> && !kAdd) {
@@ -794,6 +874,7 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
             }
             if (narrow_row && kPairSums<T>) pair_float_row(angle_row, a.cols, row32);  // Pairs order
             else if (narrow_row && kFloat32First<T>) float_row(angle_row, a.cols, row32);
+            else if (narrow_row && float_scale_sums) float_row_and_bounds(angle_row, a.cols, row32, bounds32);
             for (std::int64_t b = b0; b < b1; ++b) {
                 T* o = out + ol.batch_offsets[b] + row * ol.row_stride;
                 if constexpr (kAdd) {
@@ -819,6 +900,8 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
                                 add_row_pairs(angle_row, row32, a.cols, scale, xi, o, next);
                             else if constexpr (kFloat32First<T>)
                                 add_row_float32_first(angle_row, row32, a.cols, scale, xi, o, next);
+                            else if (float_scale_sums)
+                                add_row_float_scale(angle_row, row32, bounds32, a.cols, scale, xi, o, next);
                             else
                                 add_row_exact(angle_row, a.cols, scale, xi, o, next);
                             continue;
