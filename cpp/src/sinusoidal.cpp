@@ -235,7 +235,9 @@ inline void add_row_exact(const AngleRow& v, std::int64_t n, double scale, const
 }
 
 // float16/bfloat16 sums, a vector at a time, in float32 first
-// (rounds_alike.hpp): with s = float(scale), w = float(v) (the row rounded
+// (rounds_alike.hpp; float16 sums whose scale is a float take
+// add_row_float_scale's tighter bound from two batches up): with
+// s = float(scale), w = float(v) (the row rounded
 // once, shared by every batch) and F = x·s + w in one FMA, F differs from
 // the float64 sum V by less than 3·2^-24·A·(1 + 2^-20), A = |x·s| + |w| (one
 // rounding each of s, w and F, and V's own), and F ± e as rounded moves by
@@ -303,9 +305,8 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
     for (; j < n; j += kFullLanes) add_columns(v, j, n - j < kFullLanes ? n - j : kFullLanes, scale, x, out);
 }
 
-#if defined(__AVX512F__)
-// float16 sums on the AVX-512 path whose scale is itself a float (1, 2^k,
-// float32(1.1), ...): in float32 first after all, with a bound of their own.
+// float16 sums whose scale is itself a float (1, 2^k, float32(1.1), ...):
+// in float32 first with a bound of their own, on the AVX-512 path too.
 // With s = scale exact, the FMA F = x·s + w rounds once, and w = float(v)
 // errs by at most 2^-24·|w|·(1 + 2^-23), so |F − V| ≤ 2^-24·|F| +
 // 2^-24·(1 + 2^-23)·|w| + 2^-53·|V| (+ 2^-148 for underflow); SumCheck's
@@ -323,17 +324,23 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
 // tests of test_half_precision.py that break each part.)
 // Building w and its bounds costs about a third of adding the row to one
 // batch, so a work item takes this route where it adds each row to at
-// least kFloatScaleSumsFrom batches. Against add_row_exact (AMD EPYC Zen 4,
-// x restored before each call, calls switched one by one, medians of 25;
-// 1 / 2 threads): [4, 2048, 1024] 0.94 / 0.87-0.94x the time,
-// [16, 128, 1024] 0.82 / 0.74-0.83x, [8, 512, 768] 0.89 / 0.76-0.88x,
-// [3, 1024, 1024] 0.98 / 0.90-0.97x, [4, 4096, 4096] (rows past L1)
-// 1.01-1.03x; forced onto one batch 1.30x, two 1.00-1.04x. Adding to the
-// same x call after call, as `posenc bench` does, [4, 2048, 1024] at two
-// threads took 0.98-1.08 ms against add_row_exact's 1.22-1.26 (float32:
-// 0.95-0.97).
+// least kFloatScaleSumsFrom<T> batches. Measured on an AMD EPYC Zen 4, x
+// restored before each call (Gaussian, σ = 1 unless said), calls switched
+// one by one, medians of 25; 1 / 2 threads:
+// - AVX-512, against add_row_exact: [4, 2048, 1024] 0.94 / 0.87-0.94x the
+//   time (σ = 0.02, 0.2, 5 at two threads: 0.88-0.93x), [16, 128, 1024]
+//   0.82 / 0.74-0.83x, [8, 512, 768] 0.89 / 0.76-0.88x, [3, 1024, 1024]
+//   0.98 / 0.90-0.97x, [4, 4096, 4096] (rows past L1) 1.01-1.03x; forced
+//   onto one batch 1.30x, two 1.00-1.04x. Adding to the same x call after
+//   call, as `posenc bench` does, [4, 2048, 1024] at two threads took
+//   0.98-1.08 ms against 1.22-1.26 (float32: 0.95-0.97).
+// - AVX2, against add_row_float32_first: [4, 2048, 1024] 0.80 / 0.77x
+//   (σ = 0.02, 0.2, 5: 0.86-0.93x; added call after call 0.91-0.94 /
+//   0.86-0.91x), [16, 128, 1024] 0.70 / 0.72x, [8, 512, 768] 0.75 / 0.73x;
+//   two batches 0.78 / 0.81x (σ = 0.02-5: 0.92-0.98x); one batch 0.90 /
+//   0.92x, but 0.98-1.00x at σ = 0.02-5 and 0.99-1.06x added call after call.
 template <class T> constexpr bool kFloatScaleSums = std::is_same<T, half_t>::value;
-constexpr std::int64_t kFloatScaleSumsFrom = 3;
+template <class T> constexpr std::int64_t kFloatScaleSumsFrom = kFloat32First<T> ? 2 : 3;
 inline bool float_scale(double scale) {
     const double m = std::fabs(scale);
     return static_cast<double>(static_cast<float>(scale)) == scale && m >= 0x1p-60 && m <= 0x1p60;
@@ -364,7 +371,6 @@ inline void add_row_float_scale(const AngleRow& v, const float* __restrict w, co
     }
     if (j < n) add_columns(v, j, n - j, scale, x, out);
 }
-#endif
 
 // bfloat16 sums read and write x as it lies, 2·kFullLanes values a vector
 // (sixteen on AVX2, 32 on AVX-512), two to a 32-bit lane (rounds_alike.hpp's
@@ -422,9 +428,9 @@ inline void add_row_pairs(const AngleRow& v, const float* __restrict w, std::int
 inline void pair_float_row(const AngleRow&, std::int64_t, float*) {}
 #endif
 
-#if !(POSENC_HAVE_LANES && defined(__AVX512F__))
+#if !POSENC_HAVE_LANES
 template <class T> constexpr bool kFloatScaleSums = false;
-constexpr std::int64_t kFloatScaleSumsFrom = 0;
+template <class T> constexpr std::int64_t kFloatScaleSumsFrom = 0;
 inline bool float_scale(double) { return false; }
 inline void float_row_and_bounds(const AngleRow&, std::int64_t, float*, float*) {}
 template <class T>
@@ -831,7 +837,7 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
         const std::int64_t r0 = block * kAnchorRows;
         const std::int64_t r1 = r0 + kAnchorRows < a.rows ? r0 + kAnchorRows : a.rows;
         const bool pairs_in_registers = wide_pairs_in_registers && b1 - b0 <= kPairsInRegistersUpTo;
-        const bool float_scale_sums = scale_is_float && b1 - b0 >= kFloatScaleSumsFrom;
+        const bool float_scale_sums = scale_is_float && b1 - b0 >= kFloatScaleSumsFrom<T>;
         // A table's block of consecutive positions a few rows at a time,
         // its angles stepped in registers (table_block).
         if constexpr (kBlockTables<T> && !kAdd) {
@@ -873,8 +879,8 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
                 }
             }
             if (narrow_row && kPairSums<T>) pair_float_row(angle_row, a.cols, row32);  // Pairs order
-            else if (narrow_row && kFloat32First<T>) float_row(angle_row, a.cols, row32);
             else if (narrow_row && float_scale_sums) float_row_and_bounds(angle_row, a.cols, row32, bounds32);
+            else if (narrow_row && kFloat32First<T>) float_row(angle_row, a.cols, row32);
             for (std::int64_t b = b0; b < b1; ++b) {
                 T* o = out + ol.batch_offsets[b] + row * ol.row_stride;
                 if constexpr (kAdd) {
@@ -898,10 +904,10 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
                         if (narrow_row) {
                             if constexpr (kPairSums<T>)
                                 add_row_pairs(angle_row, row32, a.cols, scale, xi, o, next);
-                            else if constexpr (kFloat32First<T>)
-                                add_row_float32_first(angle_row, row32, a.cols, scale, xi, o, next);
                             else if (float_scale_sums)
                                 add_row_float_scale(angle_row, row32, bounds32, a.cols, scale, xi, o, next);
+                            else if constexpr (kFloat32First<T>)
+                                add_row_float32_first(angle_row, row32, a.cols, scale, xi, o, next);
                             else
                                 add_row_exact(angle_row, a.cols, scale, xi, o, next);
                             continue;
