@@ -384,8 +384,9 @@ def test_sum_where_float32_rounds_otherwise(path: str, dtype: Any, interleaved: 
 @pytest.mark.parametrize("scale", [1.0, 2.0])
 def test_float16_sum_on_a_halfway_point(path: str, scale: float) -> None:
     """float16 add_sinusoidal of four batches with a scale that is a float, which on the AVX2 and
-    AVX-512 paths sums in float32 first with a bound of its own, e = (1 + 2^-8)·(2^-23·|F| + 2^-24·|w|) + 2^-140
-    (sinusoidal.cpp, add_row_float_scale), where the float32 sum F lands on a halfway point of
+    AVX-512 paths sums in float32 first with a bound of its own,
+    e = (1 + 2^-8)·(2^-23·|F| + 2^-24·|w|) + 2^-140 (sinusoidal.cpp, add_row_float_scale),
+    where the float32 sum F lands on a halfway point of
     float16 while the exact one lies just past it: x·s in [512, 1024) plus an encoding value v
     within float32's rounding of ±0.25 or ±0.75 (positions picked near asin of those, column 0's
     frequency being 1). F ± e must move off F; with the bound's |F| part 8 times too small they do
