@@ -361,8 +361,8 @@ def test_sum_where_float32_rounds_otherwise(path: str, dtype: Any, interleaved: 
     halfway point of the format, on the other side from that error, wherever the encoding value
     lies close enough to one: those sums must come out as the float64 sum rounded once, i.e. from
     the fallback. (Other elements are 0.) Fails when the check is dropped or its error bound is 8
-    times too small. Four batches take float16's own route for scales that are floats on the
-    AVX2 and AVX-512 paths (add_row_float_scale; the tests below break its bound's parts)."""
+    times too small. Four batches take the route of scales that are floats (FloatScaleCheck; the
+    tests below break its bound's parts)."""
     bits = 11 if np.dtype(dtype) == np.float16 else 8
     seq, dim = 2048, 64
     pe = posenc.sinusoidal(np.arange(seq), dim, interleaved=interleaved, dtype=np.float64)
@@ -381,51 +381,75 @@ def test_sum_where_float32_rounds_otherwise(path: str, dtype: Any, interleaved: 
     same_bits(got, round_once(exact, dtype) if bits == 11 else _round_normal(exact, bits).astype(dtype))
 
 
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("scale", [1.0, 2.0])
-def test_float16_sum_on_a_halfway_point(path: str, scale: float) -> None:
-    """float16 add_sinusoidal of four batches with a scale that is a float, which on the AVX2 and
-    AVX-512 paths sums in float32 first with a bound of its own,
-    e = (1 + 2^-8)·(2^-23·|F| + 2^-24·|w|) + 2^-140 (sinusoidal.cpp, add_row_float_scale),
-    where the float32 sum F lands on a halfway point of
-    float16 while the exact one lies just past it: x·s in [512, 1024) plus an encoding value v
-    within float32's rounding of ±0.25 or ±0.75 (positions picked near asin of those, column 0's
-    frequency being 1). F ± e must move off F; with the bound's |F| part 8 times too small they do
-    not, and F's tie rounds the wrong way in one of x·s's two parities."""
+def test_sum_on_a_halfway_point(path: str, dtype: Any, scale: float) -> None:
+    """float16/bfloat16 add_sinusoidal of four batches with a scale that is a float, which sums in
+    float32 first with a bound of its own, e = (1 + 2^-8)·(2^-23·|F| + 2^-24·|w|) + 2^-140
+    (sinusoidal.cpp, FloatScaleCheck), where the float32 sum F lands on a halfway point of the
+    format while the exact one lies just past it: x·s in [2^(p-2), 2^(p-1)) (p the format's
+    bits: spacing 1/2) plus an encoding value v within float32's rounding of ±0.25 or ±0.75
+    (positions picked near asin of those, column 0's frequency being 1). F ± e must move off F;
+    with the bound's |F| part 8 times too small they do not, and F's tie rounds the wrong way in
+    one of x·s's two parities."""
+    bits = 11 if np.dtype(dtype) == np.float16 else 8
     rng = np.random.default_rng(17)
-    targets = np.repeat([0.25, 0.75, -0.25, -0.75], 256)
+    targets = np.repeat([0.25, 0.75, -0.25, -0.75], 64)
     picked = np.arcsin(targets) + rng.uniform(-(2.0**-27), 2.0**-26, targets.size)
-    pe = posenc.sinusoidal(positions=picked, dim=16, dtype=np.float64)
+    pe = posenc.sinusoidal(positions=picked, dim=32, dtype=np.float64)  # a vector of bfloat16 pairs on AVX-512
     on_grid = (pe[:, 0].astype(np.float32) == targets) & (pe[:, 0] != targets)
-    assert on_grid.sum() >= 512, on_grid.sum()
+    assert on_grid.sum() >= 128, on_grid.sum()
     positions, v = picked[on_grid], pe[on_grid]
-    whole = rng.integers(512, 1023, positions.size) * np.sign(v[:, 0])
-    x = np.zeros((4, positions.size, 16))
+    whole = rng.integers(2 ** (bits - 2), 2 ** (bits - 1), positions.size) * np.sign(v[:, 0])
+    x = np.zeros((4, positions.size, 32))
     x[:, :, 0] = (whole + 0.5 * np.sign(v[:, 0]) * (np.arange(4)[:, None] % 2)) / scale
     exact = x * scale + v
     f32 = (x * np.float32(scale) + v.astype(np.float32)).astype(np.float32).astype(np.float64)
-    assert (round_once(f32, np.float16).view(np.uint16) != round_once(exact, np.float16).view(np.uint16)).sum() >= 64
-    got = posenc.add_sinusoidal(x.astype(np.float16), positions=positions, scale=scale)
-    same_bits(got, round_once(exact, np.float16))
+    assert (round_once(f32, dtype).view(np.uint16) != round_once(exact, dtype).view(np.uint16)).sum() >= 32
+    got = posenc.add_sinusoidal(x.astype(dtype), positions=positions, scale=scale)
+    same_bits(got, round_once(exact, dtype))
 
 
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("scale", [1.0, -2.0, 4.0, float(np.float32(1.1))])
+def test_sum_near_the_largest_values(path: str, dtype: Any, scale: float) -> None:
+    """The same route (four batches, a scale that is a float) where x·s is near the format's
+    largest value, past it (rounding to infinity) or past float32's (F infinite), and with
+    infinities and NaNs in x: FloatScaleCheck has no range test and relies on F ± e ordering as
+    their bits do up to infinity, and on a NaN F ∓ e where F is infinite."""
+    rng = np.random.default_rng(23)
+    top = np.float64(np.finfo(np.float16).max) if np.dtype(dtype) == np.float16 else 2.0**128 * (1 - 2.0**-8)
+    x = top * rng.uniform(0.5, 1.5, (4, 64, 64)) * rng.choice([-1.0, 1.0], (4, 64, 64)) / abs(scale)
+    x.reshape(-1)[rng.choice(x.size, 64, replace=False)] = rng.choice([np.inf, -np.inf, np.nan], 64)
+    x = round_once(x, dtype).astype(np.float64)
+    v = posenc.sinusoidal(np.arange(64), 64, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        exact = x * scale + v
+    same_bits(posenc.add_sinusoidal(x.astype(dtype), scale=scale), round_once(exact, dtype))
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("scale", [float(np.float32(1.1)), float(np.float32(-0.3))])
-def test_float16_sum_that_cancels(path: str, scale: float) -> None:
-    """The same route where x·s cancels the encoding value v to within float16's spacing, in one
+def test_sum_that_cancels(path: str, dtype: Any, scale: float) -> None:
+    """The same route where x·s cancels the encoding value v to within the format's spacing, in one
     lane of each vector of 16 (the others 0; a vector falls back whole): F = x·s + w then errs
     mostly by w's rounding, which for scales of many bits (x·s inexact in float32, so F no
     halfway point) only the bound's |w| part covers. Fails when that part is 8 times too small."""
+    bits = 11 if np.dtype(dtype) == np.float16 else 8
+    def rounded(values: np.ndarray) -> np.ndarray:  # all normal here, or 0
+        return round_once(values, dtype) if bits == 11 else _round_normal(values, bits).astype(dtype)
     rng = np.random.default_rng(19)
-    seq, dim = 1024, 64
+    seq, dim = 512, 64
     v = posenc.sinusoidal(np.arange(seq), dim, dtype=np.float64)
-    near = -v.astype(np.float16).astype(np.float64)
-    spacing = np.ldexp(1.0, np.frexp(near)[1] - 11)
+    near = -rounded(v).astype(np.float64)
+    spacing = np.ldexp(1.0, np.frexp(near)[1] - bits)
     x = (near[None] + spacing[None] * np.arange(-2, 2)[:, None, None]) / scale
     lane = np.arange(dim) % 16 == rng.integers(0, 16, (4, seq, 1))
-    x = np.where(lane, x, 0.0).astype(np.float16).astype(np.float64)
+    x = rounded(np.where(lane, x, 0.0)).astype(np.float64)
     exact = x * scale + v
     f32 = (x * scale + v.astype(np.float32)).astype(np.float32).astype(np.float64)  # x·s exact in float64
-    assert (round_once(f32, np.float16).view(np.uint16) != round_once(exact, np.float16).view(np.uint16)).sum() >= 16
-    same_bits(posenc.add_sinusoidal(x.astype(np.float16), scale=scale), round_once(exact, np.float16))
+    assert (rounded(f32).view(np.uint16) != rounded(exact).view(np.uint16)).sum() >= 16
+    same_bits(posenc.add_sinusoidal(x.astype(dtype), scale=scale), rounded(exact))
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=lambda d: np.dtype(d).name)

@@ -222,7 +222,7 @@ POSENC_BLOCK_INLINE void add_exact(const AngleRow& v, std::int64_t j, double sca
 // after call had shown it 0.79-0.91x this time where three or more batches
 // share a row: x grows with every add, and fewer of its vectors fall back.
 // Scales that are floats have a tighter bound, used from three batches up
-// (add_row_float_scale).
+// (FloatScaleCheck).
 template <class T>
 inline void add_row_exact(const AngleRow& v, std::int64_t n, double scale, const T* x, T* out, const T* next) {
     constexpr std::int64_t kLine = kLineBytes / sizeof(T);
@@ -235,8 +235,8 @@ inline void add_row_exact(const AngleRow& v, std::int64_t n, double scale, const
 }
 
 // float16/bfloat16 sums, a vector at a time, in float32 first
-// (rounds_alike.hpp; float16 sums whose scale is a float take
-// add_row_float_scale's tighter bound from two batches up): with
+// (rounds_alike.hpp; sums whose scale is a float take FloatScaleCheck's
+// tighter bound where a row is added to enough batches): with
 // s = float(scale), w = float(v) (the row rounded
 // once, shared by every batch) and F = x·s + w in one FMA, F differs from
 // the float64 sum V by less than 3·2^-24·A·(1 + 2^-20), A = |x·s| + |w| (one
@@ -272,9 +272,9 @@ struct SumCheck {
         : usable(std::fabs(scale) >= 0x1p-60 && std::fabs(scale) <= 0x1p60),
           s(splat(static_cast<float>(scale))),
           s_mag(splat(std::fabs(static_cast<float>(scale)))) {}
-    // The bound e of F = x·s + w; sets the bits of `outside` where A is
-    // below 2^-100 or not below 2^126.
-    FullFloats error(FullFloats x, FullFloats w, unsigned& outside) const {
+    // The bound e of f = F = x·s + w, at column j; sets the bits of
+    // `outside` where A is below 2^-100 or not below 2^126.
+    FullFloats error(FullFloats x, FullFloats w, FullFloats, std::int64_t, unsigned& outside) const {
         const FullFloats a = fused_add(magnitude(x), s_mag, magnitude(w));
         outside |= not_below(a, high) | not_below(low, a);
         return a * bound;
@@ -284,19 +284,18 @@ struct SumCheck {
     FullFloats bound = splat(0x1p-22f * (1 + 0x1p-8f)), low = splat(0x1p-100f), high = splat(0x1p126f);
 };
 
-template <class T>
+template <class Check, class T>
 inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, std::int64_t n, double scale,
-                                  const T* x, T* out, const T* next) {
+                                  const Check& check, const T* x, T* out, const T* next) {
     constexpr std::int64_t kLine = kLineBytes / sizeof(T);
-    const SumCheck check(scale);
     std::int64_t j = 0;
     for (; check.usable && j + kFullLanes <= n; j += kFullLanes) {
         if (next && j % kLine == 0) prefetch_far_line<T>(next + j);
-        const FullFloats xf = widen_full(x + j), wf = load_full(w + j);
+        const FullFloats xf = widen_full(x + j), wf = load_full(w + j), f = fused_add(xf, check.s, wf);
         unsigned outside = 0;
-        const FullFloats e = check.error(xf, wf, outside);
+        const FullFloats e = check.error(xf, wf, f, j, outside);
         RoundedLanes<T> r;
-        if (!(outside | round_checked(fused_add(xf, check.s, wf), e, r))) {
+        if (!(outside | round_checked(f, e, r))) {
             store_rounded(out + j, r);
             continue;
         }
@@ -305,8 +304,9 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
     for (; j < n; j += kFullLanes) add_columns(v, j, n - j < kFullLanes ? n - j : kFullLanes, scale, x, out);
 }
 
-// float16 sums whose scale is itself a float (1, 2^k, float32(1.1), ...):
-// in float32 first with a bound of their own, on the AVX-512 path too.
+// float16/bfloat16 sums whose scale is itself a float (1, 2^k,
+// float32(1.1), ...): in float32 first with a bound of their own
+// (FloatScaleCheck), float16 on the AVX-512 path too.
 // With s = scale exact, the FMA F = x·s + w rounds once, and w = float(v)
 // errs by at most 2^-24·|w|·(1 + 2^-23), so |F − V| ≤ 2^-24·|F| +
 // 2^-24·(1 + 2^-23)·|w| + 2^-53·|V| (+ 2^-148 for underflow); SumCheck's
@@ -314,7 +314,7 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
 // F ± e as rounded moves by at most 2^-24·(|F| + e), so
 // e = (1 + 2^-8)·(2^-23·|F| + 2^-24·|w|) + 2^-140 keeps V and F inside
 // (rounds_alike.hpp); the |w| part is built once per row with w
-// (float_row_and_bounds), and the check is then two operations. A result
+// (float_bounds), and the check is then two operations. A result
 // that may be ±0 (|F| < e) falls back, as does a non-finite one (F ± e is
 // then NaN, or infinite with F's sign; F is NaN only where x is, and
 // carries x's payload as the float64 sum does). Scales within 2^±60 only:
@@ -339,38 +339,39 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
 //   0.86-0.91x), [16, 128, 1024] 0.70 / 0.72x, [8, 512, 768] 0.75 / 0.73x;
 //   two batches 0.78 / 0.81x (σ = 0.02-5: 0.92-0.98x); one batch 0.90 /
 //   0.92x, but 0.98-1.00x at σ = 0.02-5 and 0.99-1.06x added call after call.
-template <class T> constexpr bool kFloatScaleSums = std::is_same<T, half_t>::value;
-template <class T> constexpr std::int64_t kFloatScaleSumsFrom = kFloat32First<T> ? 2 : 3;
+// - bfloat16 (pairs, add_row_pairs), against SumCheck's bound (scale 1
+//   against 1 + 2^-30 in one process): AVX-512 [4, 2048, 1024] 0.85-0.90
+//   / 0.81-0.87x (a fourth run at two threads: 1.18x), [3, 2048, 1024]
+//   0.87 / 0.88x, [16, 128, 1024] 0.83 / 0.82-0.84x, added call after call 0.84-0.91x
+//   (two threads); AVX2 0.93 / 0.91-0.93x, 0.94 / 0.92x, 0.88 / 0.88-0.89x,
+//   added call after call 0.91-0.92x. With a range test then (switched by
+//   a temporary flag), one batch had taken 1.04-1.14x and two 0.97-1.03x.
+//   (bfloat16 vectors seldom fall back with either bound; what is saved is
+//   SumCheck's five operations per vector.)
+template <class T> constexpr bool kFloatScaleSums = kNarrowFormat<T>;
+// (float16 on AVX2 builds its row of floats anyway: from two batches.)
+template <class T> constexpr std::int64_t kFloatScaleSumsFrom = kFloat32First<T> && !kPairSums<T> ? 2 : 3;
 inline bool float_scale(double scale) {
     const double m = std::fabs(scale);
     return static_cast<double>(static_cast<float>(scale)) == scale && m >= 0x1p-60 && m <= 0x1p60;
 }
 
-// w = float(v) as float_row builds it and b[j] = (1 + 2^-8)·2^-24·|w[j]| + 2^-140, j < n.
-inline void float_row_and_bounds(const AngleRow& v, std::int64_t n, float* __restrict w, float* __restrict b) {
-    float_row(v, n, w);
-#pragma omp simd
-    for (std::int64_t j = 0; j < n; ++j) b[j] = std::fabs(w[j]) * (0x1p-24f * (1 + 0x1p-8f)) + 0x1p-140f;
-}
-
-template <class T>
-inline void add_row_float_scale(const AngleRow& v, const float* __restrict w, const float* __restrict b,
-                                std::int64_t n, double scale, const T* x, T* out, const T* next) {
-    constexpr std::int64_t kLine = kLineBytes / sizeof(T);
-    const FullFloats s = splat(static_cast<float>(scale)), k = splat(0x1p-23f * (1 + 0x1p-8f));
-    std::int64_t j = 0;
-    for (; j + kFullLanes <= n; j += kFullLanes) {
-        if (next && j % kLine == 0) prefetch_far_line<T>(next + j);
-        const FullFloats f = fused_add(widen_full(x + j), s, load_full(w + j));
-        RoundedLanes<T> r;
-        if (!round_checked(f, fused_add(magnitude(f), k, load_full(b + j)), r)) {
-            store_rounded(out + j, r);
-            continue;
-        }
-        add_exact(v, j, scale, x, out);
+// The check of a float32-first sum whose scale is a float (see above), with
+// b the row's bounds (float_bounds). No range test: F finite, F ± e are
+// ordered as their bits are, up to infinity, so both formats' round_checked
+// hold up to there too (a value past bfloat16's largest rounds to infinity,
+// as V does), and F = ±inf makes F ∓ e NaN, which fails the check. (A test
+// of |F| against 2^126 cost float16 sums 6-7% of their time on AVX2.)
+struct FloatScaleCheck {
+    FloatScaleCheck(double scale, const float* row_bounds) : s(splat(static_cast<float>(scale))), b(row_bounds) {}
+    FullFloats error(FullFloats, FullFloats, FullFloats f, std::int64_t j, unsigned&) const {
+        return fused_add(magnitude(f), bound, load_full(b + j));
     }
-    if (j < n) add_columns(v, j, n - j, scale, x, out);
-}
+    static constexpr bool usable = true;
+    FullFloats s;
+    const float* b;
+    FullFloats bound = splat(0x1p-23f * (1 + 0x1p-8f));
+};
 
 // bfloat16 sums read and write x as it lies, 2·kFullLanes values a vector
 // (sixteen on AVX2, 32 on AVX-512), two to a 32-bit lane (rounds_alike.hpp's
@@ -402,19 +403,20 @@ inline void pair_float_row(const AngleRow& v, std::int64_t n, float* __restrict 
 
 // add_row_float32_first for bfloat16 a vector of pairs at a time (kPairSums),
 // with w from pair_float_row.
+template <class Check>
 inline void add_row_pairs(const AngleRow& v, const float* __restrict w, std::int64_t n, double scale,
-                          const bfloat16_t* x, bfloat16_t* out, const bfloat16_t* next) {
+                          const Check& check, const bfloat16_t* x, bfloat16_t* out, const bfloat16_t* next) {
     constexpr std::int64_t kN = kFullLanes, kLine = kLineBytes / sizeof(bfloat16_t);
-    const SumCheck check(scale);
     std::int64_t j = 0;
     for (; check.usable && j + 2 * kN <= n; j += 2 * kN) {
         if (next && j % kLine == 0) prefetch_far_line<bfloat16_t>(next + j);
         const Pairs p = load_pairs(x + j);
         const FullFloats u = firsts(p), t = seconds(p), wu = load_full(w + j), wt = load_full(w + j + kN);
+        const FullFloats fu = fused_add(u, check.s, wu), ft = fused_add(t, check.s, wt);
         unsigned outside = 0;
-        const FullFloats eu = check.error(u, wu, outside), et = check.error(t, wt, outside);
+        const FullFloats eu = check.error(u, wu, fu, j, outside), et = check.error(t, wt, ft, j + kN, outside);
         Pairs r;
-        if (!(outside | round_pairs_checked(fused_add(u, check.s, wu), eu, fused_add(t, check.s, wt), et, r))) {
+        if (!(outside | round_pairs_checked(fu, eu, ft, et, r))) {
             store_pairs(out + j, r);
             continue;
         }
@@ -432,11 +434,14 @@ inline void pair_float_row(const AngleRow&, std::int64_t, float*) {}
 template <class T> constexpr bool kFloatScaleSums = false;
 template <class T> constexpr std::int64_t kFloatScaleSumsFrom = 0;
 inline bool float_scale(double) { return false; }
-inline void float_row_and_bounds(const AngleRow&, std::int64_t, float*, float*) {}
-template <class T>
-inline void add_row_float_scale(const AngleRow&, const float*, const float*, std::int64_t, double, const T*, T*,
-                                const T*) {}
 #endif
+
+// b[j] = (1 + 2^-8)·2^-24·|w[j]| + 2^-140, j < n: FloatScaleCheck's part of
+// each bound that depends on the row alone.
+inline void float_bounds(const float* __restrict w, std::int64_t n, float* __restrict b) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) b[j] = std::fabs(w[j]) * (0x1p-24f * (1 + 0x1p-8f)) + 0x1p-140f;
+}
 
 // Columns [0, n) of a row: out[j] = v[j] (kAdd false) or scale·x[j] + v[j]
 // (kAdd true, add_run); a contiguous sum prefetches `next`, a row of x it
@@ -788,7 +793,7 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
 
     // Per thread: the angle row (sines, then cosines), for an interleaved
     // sum the row interleaved, for a float16/bfloat16 sum in float32 first
-    // the row as floats (and their bounds, add_row_float_scale); plus the
+    // the row as floats (and their bounds, FloatScaleCheck); plus the
     // one-position step shared by all.
     constexpr bool kNarrowRows = kAdd && kNarrowFormat<T> && POSENC_HAVE_LANES;
     // Each placed in its page (buffer.hpp): the angle row a few lines past
@@ -831,7 +836,7 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
         AngleRows angles(a.positions, a.inv_freq, half, step, mine);
         double* interleaved = mine + 2 * half;
         float* row32 = reinterpret_cast<float*>(mine + 4 * half);
-        float* bounds32 = row32 + a.cols + 4;  // float_row_and_bounds' b
+        float* bounds32 = row32 + a.cols + 4;  // float_bounds' b
         const std::int64_t block = item / slices, slice = item % slices;
         const std::int64_t b0 = ol.batches * slice / slices, b1 = ol.batches * (slice + 1) / slices;
         const std::int64_t r0 = block * kAnchorRows;
@@ -879,8 +884,8 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
                 }
             }
             if (narrow_row && kPairSums<T>) pair_float_row(angle_row, a.cols, row32);  // Pairs order
-            else if (narrow_row && float_scale_sums) float_row_and_bounds(angle_row, a.cols, row32, bounds32);
-            else if (narrow_row && kFloat32First<T>) float_row(angle_row, a.cols, row32);
+            else if (narrow_row && (kFloat32First<T> || float_scale_sums)) float_row(angle_row, a.cols, row32);
+            if (narrow_row && float_scale_sums) float_bounds(row32, a.cols, bounds32);
             for (std::int64_t b = b0; b < b1; ++b) {
                 T* o = out + ol.batch_offsets[b] + row * ol.row_stride;
                 if constexpr (kAdd) {
@@ -902,12 +907,17 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
 #if POSENC_HAVE_LANES
                     if constexpr (kNarrowRows) {
                         if (narrow_row) {
-                            if constexpr (kPairSums<T>)
-                                add_row_pairs(angle_row, row32, a.cols, scale, xi, o, next);
-                            else if (float_scale_sums)
-                                add_row_float_scale(angle_row, row32, bounds32, a.cols, scale, xi, o, next);
+                            const FloatScaleCheck tight(scale, bounds32);
+                            const SumCheck general(scale);
+                            if constexpr (kPairSums<T>) {
+                                if (float_scale_sums)
+                                    add_row_pairs(angle_row, row32, a.cols, scale, tight, xi, o, next);
+                                else
+                                    add_row_pairs(angle_row, row32, a.cols, scale, general, xi, o, next);
+                            } else if (float_scale_sums)
+                                add_row_float32_first(angle_row, row32, a.cols, scale, tight, xi, o, next);
                             else if constexpr (kFloat32First<T>)
-                                add_row_float32_first(angle_row, row32, a.cols, scale, xi, o, next);
+                                add_row_float32_first(angle_row, row32, a.cols, scale, general, xi, o, next);
                             else
                                 add_row_exact(angle_row, a.cols, scale, xi, o, next);
                             continue;
