@@ -426,8 +426,12 @@ inline void add_row_pairs(const AngleRow& v, const float* __restrict w, std::int
     for (; j < n; j += kN) add_columns(v, j, n - j < kN ? n - j : kN, scale, x, out);
 }
 
+// The columns pair_float_row writes: its whole vectors of pairs.
+inline std::int64_t pair_columns(std::int64_t n) { return n - n % (2 * kFullLanes); }
+
 #else
 inline void pair_float_row(const AngleRow&, std::int64_t, float*) {}
+inline std::int64_t pair_columns(std::int64_t) { return 0; }
 #endif
 
 #if !POSENC_HAVE_LANES
@@ -885,7 +889,8 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
             }
             if (narrow_row && kPairSums<T>) pair_float_row(angle_row, a.cols, row32);  // Pairs order
             else if (narrow_row && (kFloat32First<T> || float_scale_sums)) float_row(angle_row, a.cols, row32);
-            if (narrow_row && float_scale_sums) float_bounds(row32, a.cols, bounds32);
+            if (narrow_row && float_scale_sums)  // (over the floats the row has)
+                float_bounds(row32, kPairSums<T> ? pair_columns(a.cols) : a.cols, bounds32);
             for (std::int64_t b = b0; b < b1; ++b) {
                 T* o = out + ol.batch_offsets[b] + row * ol.row_stride;
                 if constexpr (kAdd) {
