@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -106,6 +107,70 @@ def test_threadpoolctl_limits_posenc(native_backend):
     with threadpoolctl.threadpool_limits(limits=1, user_api="openmp"):
         assert posenc.get_num_threads() == 1
     assert posenc.get_num_threads() == before
+
+
+def test_spin_count_is_set_only_while_the_core_loads(monkeypatch):
+    seen = []
+
+    def load():
+        seen.append(os.environ.get("GOMP_SPINCOUNT"))
+        return _backend
+
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert _backend.load_with_spin_count(load) is _backend
+    assert seen == [_backend.SPIN_COUNT] and "GOMP_SPINCOUNT" not in os.environ
+
+    def failing():
+        seen.append(os.environ.get("GOMP_SPINCOUNT"))
+        raise ImportError("no core")
+
+    with pytest.raises(ImportError):
+        _backend.load_with_spin_count(failing)
+    assert seen[-1] == _backend.SPIN_COUNT and "GOMP_SPINCOUNT" not in os.environ
+
+    # The caller's settings win and stay.
+    monkeypatch.setenv("GOMP_SPINCOUNT", "5")
+    _backend.load_with_spin_count(load)
+    assert seen[-1] == "5" and os.environ["GOMP_SPINCOUNT"] == "5"
+    monkeypatch.delenv("GOMP_SPINCOUNT")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "active")
+    _backend.load_with_spin_count(load)
+    assert seen[-1] is None and "GOMP_SPINCOUNT" not in os.environ
+
+
+@requires_native
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="libgomp's setting, measured with getrusage")
+def test_idle_workers_stop_spinning_soon_after_a_call():
+    # CPU time the process spends beyond the calling thread (the workers'
+    # share of the work, and their spinning after it) over calls 30 ms
+    # apart. libgomp's own default spins ~10 ms after each call.
+    code = """
+        import resource, time, posenc
+        def cpu():
+            r = resource.getrusage(resource.RUSAGE_SELF)
+            return r.ru_utime + r.ru_stime
+        posenc.sinusoidal(4096, 256)
+        spent = 0.0
+        for _ in range(20):
+            p0, m0 = cpu(), time.thread_time()
+            posenc.sinusoidal(4096, 256)
+            time.sleep(0.03)
+            spent += (cpu() - p0) - (time.thread_time() - m0)
+        print(posenc.get_num_threads(), spent)
+        """
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    env.pop("OMP_NUM_THREADS", None)
+    runs = {}
+    for name, extra in [("posenc", {}), ("libgomp", {"GOMP_SPINCOUNT": "300000"})]:
+        r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                           timeout=120, env={**env, "OMP_NUM_THREADS": "2", **extra})
+        assert r.returncode == 0, r.stderr
+        threads, spent = r.stdout.split()
+        if int(threads) < 2 or not _backend.native.have_openmp():
+            pytest.skip("no worker threads")
+        runs[name] = float(spent)
+    assert runs["posenc"] < 0.3 * runs["libgomp"], runs
 
 
 @requires_native

@@ -9,16 +9,54 @@ asked for is a ValueError at import).
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
-from typing import Optional
+from types import ModuleType
+from typing import Callable, Optional
 
 __all__ = ["BACKENDS", "get_backend", "native", "set_backend", "use_native"]
 
 BACKENDS = ("native", "reference")
 
+# How many times an idle OpenMP worker of posenc's spins before it sleeps,
+# unless the environment says (GOMP_SPINCOUNT, OMP_WAIT_POLICY). libgomp's own
+# default, 300,000 spins, kept a worker busy for 8-11 ms of CPU after every
+# call on an AMD EPYC Zen 4 (2 vCPUs), on the core that the next call of
+# another runtime needs: a loop of float32 apply_rope [1, 2048, 32, 128] (or
+# add_sinusoidal [4, 2048, 1024]) and a NumPy (OpenBLAS) matmul [32, 4096] @
+# [4096, 512] took 8.0 ms a step; in the same runs, with 3,000 spins (~0.1 ms)
+# 1.9-2.5 (2.1-3.1), with 10,000 2.7-3.0 (3.3-4.0), with none
+# (OMP_WAIT_POLICY=passive) 2.1-2.7 (2.8-3.0). Calls back to back still find
+# the worker spinning: the table, add_sinusoidal and apply_rope took
+# 0.86-1.09x libgomp's default's time (six runs, processes alternated; with
+# none, 1.01-1.12x, one run 1.5-1.8x). A call that starts after its input was
+# copied in (~1 ms) wakes the worker: add_sinusoidal 1.03-1.09x in five of the
+# six.
+SPIN_COUNT = "3000"
+
+
+def load_with_spin_count(load: Callable[[], ModuleType]) -> ModuleType:
+    """``load()`` (which loads libgomp with the compiled core) with GOMP_SPINCOUNT at ``SPIN_COUNT``.
+
+    libgomp reads its settings once, as it is loaded; the variable is
+    removed again afterwards, so that nothing else the process starts or
+    loads sees it. A setting of the caller's (GOMP_SPINCOUNT or
+    OMP_WAIT_POLICY in the environment) is left alone. So is a libgomp
+    that something loaded before posenc: its settings then hold (PyTorch's
+    wheels bring a libgomp.so.1 of their own, which posenc's core then shares).
+    """
+    if "GOMP_SPINCOUNT" in os.environ or "OMP_WAIT_POLICY" in os.environ:
+        return load()
+    os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+    try:
+        return load()
+    finally:
+        del os.environ["GOMP_SPINCOUNT"]
+
+
 try:
-    from . import _native as native
+    native = load_with_spin_count(lambda: importlib.import_module("._native", __package__))
     _import_error: Optional[BaseException] = None
 except ImportError as exc:  # pragma: no cover - exercised by a test in a subprocess
     # Typed as the module on purpose: kernels are reached only when
