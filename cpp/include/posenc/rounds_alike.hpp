@@ -35,7 +35,15 @@ POSENC_BEGIN_TARGET
 // on a Zen 4, 1.34-1.47x for NeoX, GPT-J and FLUX at 1 and 2 threads,
 // builds alternated in separate processes); on the AVX2 path float32 first
 // was the faster (sums: the float64 route took 1.13-1.19x its time;
-// rotations on Zen 3: 1.03-1.14x).
+// rotations on Zen 3: 1.03-1.14x). What loses on the Zen 4 is the fallback:
+// float16 NeoX and GPT-J rotations [1, 2048, 32, 128] in float32 first took
+// 1.26-1.33x the float64 route's time, and 0.79-0.85x with the bound set to
+// 0 (no vector falling back; 1 and 2 threads, calls alternated). 15% of
+// NeoX's 16-pair vectors and 8% of GPT-J's 16-feature ones fall back on
+// Gaussian data, ~100 cycles each. Exact products (cos/sin split in a high
+// part of 13 bits and a low part) would bound the error by the result, not
+// by |u| + |v|, and leave ~1.7% (a simulation); not tried: two more FMAs
+// and a bound per result.
 // (None on the baseline path, which has no vectors of its own here.)
 #if !POSENC_HAVE_LANES
 template <class T> constexpr bool kFloat32First = false;
