@@ -331,7 +331,11 @@ inline void add_row_float32_first(const AngleRow& v, const float* __restrict w, 
 //   time (σ = 0.02, 0.2, 5 at two threads: 0.88-0.93x), [16, 128, 1024]
 //   0.82 / 0.74-0.83x, [8, 512, 768] 0.89 / 0.76-0.88x, [3, 1024, 1024]
 //   0.98 / 0.90-0.97x, [4, 4096, 4096] (rows past L1) 1.01-1.03x; forced
-//   onto one batch 1.30x, two 1.00-1.04x. Adding to the same x call after
+//   onto one batch 1.30x, two 1.00-1.04x. (One batch with a bound that
+//   needs no row of bounds, |w| ≤ 2 for sines and cosines, e = (1 + 2^-8)·
+//   2^-23·(|F| + 1): 1.13-1.26x add_row_exact's time, [1, 2048, 1024] at
+//   σ = 1 and 0.02, [1, 4096, 768]; 1 and 2 threads: building the floats
+//   costs more than the float32 sum saves on one batch.) Adding to the same x call after
 //   call, as `posenc bench` does, [4, 2048, 1024] at two threads took
 //   0.98-1.08 ms against 1.22-1.26 (float32: 0.95-0.97).
 // - AVX2, against add_row_float32_first: [4, 2048, 1024] 0.80 / 0.77x
