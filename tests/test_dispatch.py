@@ -118,8 +118,11 @@ def test_spin_count_is_set_only_while_the_core_loads(monkeypatch):
 
     monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setattr(_backend, "spin_setting", _backend.spin_setting)  # restored after the test
     assert _backend.load_with_spin_count(load) is _backend
     assert seen == [_backend.SPIN_COUNT] and "GOMP_SPINCOUNT" not in os.environ
+    # This load brought no libgomp: one loaded before (posenc's own, here) holds, if any.
+    assert _backend.spin_setting == ("libgomp loaded before posenc" if _backend._libgomp_files() else None)
 
     def failing():
         seen.append(os.environ.get("GOMP_SPINCOUNT"))
@@ -137,6 +140,7 @@ def test_spin_count_is_set_only_while_the_core_loads(monkeypatch):
     monkeypatch.setenv("OMP_WAIT_POLICY", "active")
     _backend.load_with_spin_count(load)
     assert seen[-1] is None and "GOMP_SPINCOUNT" not in os.environ
+    assert _backend.spin_setting == "environment"
 
 
 @requires_native
@@ -157,7 +161,7 @@ def test_idle_workers_stop_spinning_soon_after_a_call():
             posenc.sinusoidal(4096, 256)
             time.sleep(0.03)
             spent += (cpu() - p0) - (time.thread_time() - m0)
-        print(posenc.get_num_threads(), spent)
+        print(posenc.get_num_threads(), spent, posenc.info()["openmp_spin"])
         """
     env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     env.pop("OMP_NUM_THREADS", None)
@@ -166,10 +170,11 @@ def test_idle_workers_stop_spinning_soon_after_a_call():
         r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                            timeout=120, env={**env, "OMP_NUM_THREADS": "2", **extra})
         assert r.returncode == 0, r.stderr
-        threads, spent = r.stdout.split()
+        threads, spent, setting = r.stdout.split(maxsplit=2)
         if int(threads) < 2 or not _backend.native.have_openmp():
             pytest.skip("no worker threads")
         runs[name] = float(spent)
+        assert setting.strip() == {"posenc": "posenc", "libgomp": "environment"}[name]
     assert runs["posenc"] < 0.3 * runs["libgomp"], runs
 
 

@@ -78,13 +78,16 @@ def info() -> Dict[str, Any]:
     """What posenc runs on: version, ISA chosen and available, threads, backend, and whether
     bfloat16 results are rounded with AVX512_BF16's conversions (on the avx512 path of CPUs that
     have them and were measured faster with them: Intel's and AMD's Zen 4, not yet Zen 5; the same
-    bits either way).
+    bits either way). ``openmp_spin`` says what sets how long idle OpenMP workers spin before they
+    sleep: ``"posenc"`` (a short spin, see the guide's threads section), ``"environment"``
+    (GOMP_SPINCOUNT or OMP_WAIT_POLICY), ``"libgomp loaded before posenc"`` (by PyTorch, say: its
+    settings), or None where that is not known.
 
     Examples
     --------
     >>> import posenc
     >>> sorted(posenc.info())
-    ['backend', 'bfloat16_instructions', 'isa', 'isas_available', 'native', 'openmp', 'threads', 'version']
+    ['backend', 'bfloat16_instructions', 'isa', 'isas_available', 'native', 'openmp', 'openmp_spin', 'threads', 'version']
     """
     native = _backend.native
     return {
@@ -97,4 +100,5 @@ def info() -> Dict[str, Any]:
         and bool(native.bfloat16_instructions()),
         "openmp": bool(native.have_openmp()) if native is not None else False,
         "threads": get_num_threads(),
+        "openmp_spin": _backend.spin_setting,
     }

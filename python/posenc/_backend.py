@@ -13,7 +13,7 @@ import importlib
 import os
 import warnings
 from types import ModuleType
-from typing import Callable, Optional
+from typing import Callable, Optional, Set
 
 __all__ = ["BACKENDS", "get_backend", "native", "set_backend", "use_native"]
 
@@ -36,6 +36,21 @@ BACKENDS = ("native", "reference")
 SPIN_COUNT = "3000"
 
 
+def _libgomp_files() -> Set[str]:
+    """The libgomp files mapped into this process (Linux; elsewhere none known)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return {line.split()[-1] for line in maps if "libgomp" in line}
+    except OSError:
+        return set()
+
+
+# What governs the spin of posenc's workers (info()["openmp_spin"]): "posenc"
+# (SPIN_COUNT), "environment", "libgomp loaded before posenc", or None
+# (unknown: no /proc/self/maps, or no libgomp).
+spin_setting: Optional[str] = None
+
+
 def load_with_spin_count(load: Callable[[], ModuleType]) -> ModuleType:
     """``load()`` (which loads libgomp with the compiled core) with GOMP_SPINCOUNT at ``SPIN_COUNT``.
 
@@ -45,14 +60,21 @@ def load_with_spin_count(load: Callable[[], ModuleType]) -> ModuleType:
     OMP_WAIT_POLICY in the environment) is left alone. So is a libgomp
     that something loaded before posenc: its settings then hold (PyTorch's
     wheels bring a libgomp.so.1 of their own, which posenc's core then shares).
+    Sets ``spin_setting`` to which of these holds.
     """
+    global spin_setting
     if "GOMP_SPINCOUNT" in os.environ or "OMP_WAIT_POLICY" in os.environ:
+        spin_setting = "environment"
         return load()
+    before = _libgomp_files()
     os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
     try:
-        return load()
+        module = load()
     finally:
         del os.environ["GOMP_SPINCOUNT"]
+    after = _libgomp_files()
+    spin_setting = "posenc" if after - before else "libgomp loaded before posenc" if after else None
+    return module
 
 
 try:
