@@ -25,7 +25,7 @@ BACKENDS = ("native", "reference")
 # call on an AMD EPYC Zen 4 (2 vCPUs), on the core that the next call of
 # another runtime needs: a loop of float32 apply_rope [1, 2048, 32, 128] (or
 # add_sinusoidal [4, 2048, 1024]) and a NumPy (OpenBLAS) matmul [32, 4096] @
-# [4096, 512] took 8.0 ms a step; in the same runs, with 3,000 spins (~0.1 ms)
+# [4096, 512] took 8.0 ms a step; in the same runs, with 3,000 spins (30-100 µs)
 # 1.9-2.5 (2.1-3.1), with 10,000 2.7-3.0 (3.3-4.0), with none
 # (OMP_WAIT_POLICY=passive) 2.1-2.7 (2.8-3.0). Calls back to back still find
 # the worker spinning: the table, add_sinusoidal and apply_rope took

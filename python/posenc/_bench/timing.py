@@ -72,7 +72,7 @@ def measure_by_runtime(groups: Sequence[Dict[str, Timed]], repeat: int, reset: O
     A group is the functions run by one threading runtime (posenc's OpenMP,
     PyTorch's; NumPy's one thread). After a parallel region each runtime's
     workers spin before they sleep (libgomp's default: 300,000 spins,
-    8-11 ms of CPU on an AMD EPYC Zen 4; posenc's: 3,000, ~0.1 ms, see
+    8-11 ms of CPU on an AMD EPYC Zen 4; posenc's: 3,000, 30-100 µs, see
     ``_backend.SPIN_COUNT``). A call that follows another runtime's then
     shares the cores with its spinning workers, which ``measure``'s short
     pause does not outlast: on an Intel Xeon (2 threads, apply_rope [1,
