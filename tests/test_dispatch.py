@@ -172,6 +172,8 @@ def test_idle_workers_stop_spinning_soon_after_a_call():
         threads, spent, setting = r.stdout.split(maxsplit=2)
         if int(threads) < 2 or not _backend.native.have_openmp():
             pytest.skip("no worker threads")
+        if setting.strip() == "libgomp loaded before posenc":  # (a NumPy whose BLAS runs on libgomp)
+            pytest.skip("libgomp is loaded before posenc here: its own settings hold")
         runs[name] = float(spent)
         assert setting.strip() == {"posenc": "posenc", "libgomp": "environment"}[name]
     assert runs["posenc"] < 0.2 * runs["libgomp"], runs
