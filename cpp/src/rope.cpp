@@ -493,7 +493,17 @@ void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::i
         // Vectors are visited in memory order (see below), so for the usual
         // layouts a contiguous one's bytes a page (or more) ahead are those
         // the next visits read and write (prefetch.hpp); `far` is false for
-        // operands small enough to be in cache (kCachedBytes).
+        // operands small enough to be in cache (kCachedBytes). A partial
+        // rotation in place (rotary_dim < head_dim) still prefetches whole
+        // vectors: only the lines it rotates took 0.96-2.55x the time, and
+        // twice or four times as far ahead 0.80-1.41x, no consistent gain
+        // (AMD EPYC Zen 4, float32 [1, 2048, 32, 128] rotary_dim 32, 64, 96,
+        // NeoX and GPT-J, 1 and 2 threads, calls switched one by one). Such
+        // rotations touch a quarter to three quarters of each vector's lines,
+        // which this CPU fetches more slowly than all of them: at one thread
+        // rotary_dim 32 took 1.9-5.7 ms (between runs) against 1.1-1.6 for
+        // whole heads; in one run 3.5 ms, as did NumPy's in-place multiply
+        // of that slice (PyTorch's rotation of it 24 ms, NumPy's 21).
         if (kContiguous && far) prefetch_far_lines<T>(reinterpret_cast<const char*>(x + xo[u] + r * xr) + ahead, bytes);
         rotate_vector<kInterleaved, kContiguous, kHalf>(x + xo[u] + r * xr, xs, o + oo[u] + r * orr, os, ct + k, st + k,
                                                         f.row(r - r0), half, op.cols, op.copy_tail);
