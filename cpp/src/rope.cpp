@@ -480,31 +480,58 @@ inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, co
 // r − r0 holds that row's cos and sin.
 template <bool kInterleaved, bool kContiguous, std::int64_t kHalf, class T, class R>
 void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1, std::int64_t r0,
-                  std::int64_t r1, const R* ct, const R* st, const FloatTables& f, std::int64_t half, bool far) {
+                  std::int64_t r1, const R* ct, const R* st, const FloatTables& f, std::int64_t half, std::int64_t far_rows) {
     const T* x = static_cast<const T*>(op.x);
     T* o = static_cast<T*>(op.out);
     const std::int64_t* xo = op.xl.offsets + g * op.units;
     const std::int64_t* oo = op.ol.offsets + g * op.units;
     const std::int64_t xr = op.xl.row_stride, orr = op.ol.row_stride, xs = op.xl.col_stride, os = op.ol.col_stride;
     const std::int64_t width = kInterleaved ? 2 * half : half;  // table row length
-    const std::int64_t bytes = op.cols * static_cast<std::int64_t>(sizeof(T)), ahead = far_ahead_bytes<T>();
+    const std::int64_t bytes = op.cols * static_cast<std::int64_t>(sizeof(T));
+    // The walk (below) visits the vectors of one row (rows first) or of one
+    // unit (units first) in turn, then steps on. Each visit prefetches
+    // (prefetch.hpp) the vector `ahead` outer steps on, about
+    // far_ahead_bytes of vectors later whatever the layout: past this
+    // item's last row or unit, the next block's vector the walk would
+    // reach, up to row far_rows (0: no prefetch, for operands in cache).
+    // The bytes a page past the vector, prefetched before, are those the
+    // walk reaches next only where rows follow one another ([batch, seq,
+    // heads, dim]); in [batch, heads, seq, dim] (seq_axis=-2, the layout of
+    // Hugging Face's q and k) they were the next block's, which the other
+    // thread takes. Time ÷ that one's, switched call by call (AMD EPYC Zen
+    // 4, medians, 1 / 2 threads), float32: [1, 32, 2048, 128] seq_axis=-2
+    // 0.91 / 0.93 (0.33 in another run: the old walk 2.2 ms, the new 0.7),
+    // [4, 32, 512, 128] 0.49 / 0.64, GPT-J 0.83 / 0.43,
+    // apply_rope_qk with 8 key heads 0.88 / 0.38, FLUX's [1, 24, 4096, 128]
+    // 0.88 / 0.33, q of a fused qkv projection (rows 3x apart) 0.54 / 0.42;
+    // [1, 2048, 32, 128] 0.89 / 0.92 and k [4, 2048, 8, 128] 1.14 / 0.84.
+    // The same ten cases in float16 and bfloat16 0.73-1.14 / 0.50-1.07,
+    // float64 0.49-1.02 / 0.58-0.99. Stopping at the item's end instead
+    // measured the same (0.89-1.22x, medians).
+    const std::int64_t units = u1 - u0, rows = r1 - r0;
+    const std::int64_t ahead = std::max<std::int64_t>(1, far_ahead_bytes<T>() / ((op.rows_outer ? units : rows) * bytes));
     auto one = [&](std::int64_t u, std::int64_t r) {
         const std::int64_t k = (r - r0) * width;
-        // Vectors are visited in memory order (see below), so for the usual
-        // layouts a contiguous one's bytes a page (or more) ahead are those
-        // the next visits read and write (prefetch.hpp); `far` is false for
-        // operands small enough to be in cache (kCachedBytes). A partial
-        // rotation in place (rotary_dim < head_dim) still prefetches whole
-        // vectors: only the lines it rotates took 0.96-2.55x the time, and
-        // twice or four times as far ahead 0.80-1.41x, no consistent gain
-        // (AMD EPYC Zen 4, float32 [1, 2048, 32, 128] rotary_dim 32, 64, 96,
-        // NeoX and GPT-J, 1 and 2 threads, calls switched one by one). Such
-        // rotations touch a quarter to three quarters of each vector's lines,
-        // which this CPU fetches more slowly than all of them: at one thread
-        // rotary_dim 32 took 1.9-5.7 ms (between runs) against 1.1-1.6 for
-        // whole heads; in one run 3.5 ms, as did NumPy's in-place multiply
-        // of that slice (PyTorch's rotation of it 24 ms, NumPy's 21).
-        if (kContiguous && far) prefetch_far_lines<T>(reinterpret_cast<const char*>(x + xo[u] + r * xr) + ahead, bytes);
+        // A partial rotation in place (rotary_dim < head_dim) still
+        // prefetches whole vectors: only the lines it rotates took
+        // 0.96-2.55x the time, and twice or four times as far ahead
+        // 0.80-1.41x, no consistent gain (AMD EPYC Zen 4, float32 [1, 2048,
+        // 32, 128] rotary_dim 32, 64, 96, NeoX and GPT-J, 1 and 2 threads,
+        // calls switched one by one). Such rotations touch a quarter to
+        // three quarters of each vector's lines, which this CPU fetches more
+        // slowly than all of them: at one thread rotary_dim 32 took 1.9-5.7
+        // ms (between runs) against 1.1-1.6 for whole heads; in one run 3.5
+        // ms, as did NumPy's in-place multiply of that slice (PyTorch's
+        // rotation of it 24 ms, NumPy's 21).
+        if (kContiguous && far_rows > 0) {
+            std::int64_t u2 = u, r2 = r + ahead;  // rows first
+            if (!op.rows_outer) {                 // units first: on to the next block's rows past the last unit
+                u2 = u + ahead;
+                r2 = r;
+                for (; u2 >= u1; u2 -= units) r2 += rows;
+            }
+            if (r2 < far_rows) prefetch_far_lines<T>(x + xo[u2] + r2 * xr, bytes);
+        }
         rotate_vector<kInterleaved, kContiguous, kHalf>(x + xo[u] + r * xr, xs, o + oo[u] + r * orr, os, ct + k, st + k,
                                                         f.row(r - r0), half, op.cols, op.copy_tail);
     };
@@ -533,27 +560,27 @@ void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::i
 // disagreed), so float32 and float64 keep the run-time count there.
 template <bool kInterleaved, class T, class R>
 void rotate_contiguous(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1, std::int64_t r0,
-                       std::int64_t r1, const R* ct, const R* st, const FloatTables& f, std::int64_t h, bool far) {
-    if (h == 64) return rotate_block<kInterleaved, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
-    if (h == 32) return rotate_block<kInterleaved, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
+                       std::int64_t r1, const R* ct, const R* st, const FloatTables& f, std::int64_t h, std::int64_t far_rows) {
+    if (h == 64) return rotate_block<kInterleaved, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far_rows);
+    if (h == 32) return rotate_block<kInterleaved, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far_rows);
     if constexpr (kNarrowFormat<T>) {
-        if (h == 16) return rotate_block<kInterleaved, true, 16, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
-        if (h == 48) return rotate_block<kInterleaved, true, 48, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
+        if (h == 16) return rotate_block<kInterleaved, true, 16, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far_rows);
+        if (h == 48) return rotate_block<kInterleaved, true, 48, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far_rows);
     }
-    rotate_block<kInterleaved, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
+    rotate_block<kInterleaved, true, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far_rows);
 }
 
 template <class T, class R>
 void rotate_units(const RopeArgs& a, const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1,
-                  std::int64_t r0, std::int64_t r1, const R* ct, const R* st, const FloatTables& f, bool far) {
+                  std::int64_t r0, std::int64_t r1, const R* ct, const R* st, const FloatTables& f, std::int64_t far_rows) {
     const bool contiguous = op.xl.col_stride == 1 && op.ol.col_stride == 1;
     const std::int64_t h = a.half;
     if (a.interleaved) {
-        if (!contiguous) rotate_block<true, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
-        else rotate_contiguous<true, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
+        if (!contiguous) rotate_block<true, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far_rows);
+        else rotate_contiguous<true, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far_rows);
     } else {
-        if (!contiguous) rotate_block<false, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
-        else rotate_contiguous<false, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far);
+        if (!contiguous) rotate_block<false, false, 0, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far_rows);
+        else rotate_contiguous<false, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far_rows);
     }
 }
 
@@ -712,7 +739,9 @@ void apply_as(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
     // percentile; 38-55 µs on one thread): OpenBLAS's own workers spin on
     // the second core, and a woken posenc worker waits for it.
     const std::int64_t elements = a.groups * a.rows * cost;
-    const bool far = elements * static_cast<std::int64_t>(sizeof(T)) > kCachedBytes;  // prefetch.hpp
+    // Rows of each group that prefetches may reach (rotate_block); none for
+    // operands small enough to be in cache (prefetch.hpp's kCachedBytes).
+    const std::int64_t far_rows = elements * static_cast<std::int64_t>(sizeof(T)) > kCachedBytes ? a.rows : 0;
     int threads = plan_threads(row_blocks * units, elements / (4 * row_blocks * units) + 1);
     const std::int64_t slices = row_blocks < threads ? (units < threads ? units : threads) : 1;
     const std::int64_t items = row_blocks * slices;
@@ -757,7 +786,7 @@ void apply_as(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
         if (a.freq_heads > 0) {  // per-head frequencies (one operand): a table per unit
             for (std::int64_t u = u0; u < u1; ++u) {
                 const FloatTables f = tables(g, r0, r1, u % a.freq_heads);
-                rotate_units<T>(a, ops[0], g, u, u + 1, r0, r1, ct, st, f, far);
+                rotate_units<T>(a, ops[0], g, u, u + 1, r0, r1, ct, st, f, far_rows);
             }
             return;
         }
@@ -766,7 +795,7 @@ void apply_as(const RopeArgs& a, const RopeOperand* ops, int n_ops) {
         for (int i = 0; i < n_ops; ++i) {
             const std::int64_t lo = u0 > first ? u0 - first : 0;
             const std::int64_t hi = u1 - first < ops[i].units ? u1 - first : ops[i].units;
-            if (lo < hi) rotate_units<T>(a, ops[i], g, lo, hi, r0, r1, ct, st, f, far);
+            if (lo < hi) rotate_units<T>(a, ops[i], g, lo, hi, r0, r1, ct, st, f, far_rows);
             first += ops[i].units;
         }
     });
