@@ -10,7 +10,8 @@ call:
   cos/sin (``rotate_half``, NeoX) or Meta's complex multiply with a cached
   ``freqs_cis`` (GPT-J pairs); "HF" is Hugging Face's code as a model runs it
   (cos/sin from ``inv_freq`` on every forward, then ``rotate_half`` /
-  ``rotate_every_two``);
+  ``rotate_every_two``); one case is in Hugging Face's own layout, ``[batch,
+  heads, seq, head_dim]`` (``seq_axis=-2``);
 - apply_rope_nd (FLUX): NumPy in place with cached cos/sin tables; "torch" is
   diffusers' ``apply_rotary_emb(use_real=True, use_real_unbind_dim=-1)`` with
   the ``FluxPosEmbed`` tables cached, "HF" the same with the tables rebuilt
@@ -179,15 +180,21 @@ def _torch_rope(torch: Any, interleaved: bool, cos: Any, sin: Any) -> Callable[[
     return run
 
 
-def _rope_case(kernel: str, x: np.ndarray, interleaved: bool, rotary_dim: Optional[int], torch: Any) -> Case:
-    """In-place rotation of x [1, seq, heads, head_dim] (the first rotary_dim features) beside the baselines."""
+def _rope_case(kernel: str, x: np.ndarray, interleaved: bool, rotary_dim: Optional[int], torch: Any,
+               seq_axis: int = -3) -> Case:
+    """In-place rotation of x [1, seq, heads, head_dim] (seq_axis=-3) or [1, heads, seq, head_dim] (-2; Hugging
+    Face's q and k) in its first rotary_dim features, beside the baselines."""
     import posenc
 
-    seq, rd = x.shape[1], rotary_dim or x.shape[-1]
+    seq, rd = x.shape[seq_axis], rotary_dim or x.shape[-1]
+
+    def per_row(a: Any) -> Any:  # [seq, n] to broadcast against x's [..., n]
+        return a[:, None, :] if seq_axis == -3 else a
+
     inv64 = posenc.rope_inv_freq(rd)[0]
     angles = np.arange(seq)[:, None] * inv64
-    cos = np.cos(angles)[:, None, :].astype(x.dtype)  # [seq, 1, half]: cached once by a user
-    sin = np.sin(angles)[:, None, :].astype(x.dtype)
+    cos = per_row(np.cos(angles)).astype(x.dtype)  # cached once by a user
+    sin = per_row(np.sin(angles)).astype(x.dtype)
     base: Dict[str, Timed] = {}
     if _numpy_ok(x.dtype):
         base["numpy"] = _numpy_rope(x[..., :rd], cos, sin, interleaved)
@@ -196,7 +203,7 @@ def _rope_case(kernel: str, x: np.ndarray, interleaved: bool, rotary_dim: Option
         if interleaved:  # Meta's llama: complex multiply with a cached freqs_cis (complex needs float32+)
             wide = torch.float64 if x.dtype == np.float64 else torch.float32
             cis = torch.polar(torch.ones(seq, rd // 2, dtype=torch.float64), torch.from_numpy(angles))
-            cis = cis.to(torch.complex128 if wide == torch.float64 else torch.complex64)[:, None, :]
+            cis = per_row(cis.to(torch.complex128 if wide == torch.float64 else torch.complex64))
 
             def meta() -> object:
                 xc = torch.view_as_complex(x_t.to(wide).reshape(*x_t.shape[:-1], -1, 2))
@@ -212,12 +219,13 @@ def _rope_case(kernel: str, x: np.ndarray, interleaved: bool, rotary_dim: Option
         def hf() -> object:
             freqs = pos_t.float()[:, None] * inv_t  # LlamaRotaryEmbedding.forward, float32
             emb = freqs.repeat_interleave(2, -1) if interleaved else torch.cat((freqs, freqs), -1)
-            cos_t, sin_t = emb.cos().to(x_t.dtype)[:, None, :], emb.sin().to(x_t.dtype)[:, None, :]
+            cos_t, sin_t = per_row(emb.cos().to(x_t.dtype)), per_row(emb.sin().to(x_t.dtype))
             return _torch_rope(torch, interleaved, cos_t, sin_t)(x_t)
 
         base["HF"] = hf
     return Case(kernel, f"{list(x.shape)} in place", x.dtype.name, "rmw", x, 2 * x.nbytes,
-                lambda: posenc.apply_rope(x, interleaved=interleaved, rotary_dim=rotary_dim, out=x), base)
+                lambda: posenc.apply_rope(x, interleaved=interleaved, rotary_dim=rotary_dim, seq_axis=seq_axis, out=x),
+                base)
 
 
 def rope(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
@@ -227,7 +235,9 @@ def rope(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
     heads, head_dim = 32, 128
     x = _random((1, seq, heads, head_dim), dtype)
     cases = [_rope_case("apply_rope", x, False, None, torch), _rope_case("apply_rope GPT-J", x, True, None, torch),
-             _rope_case("apply_rope rotary_dim=96", x, False, 96, torch)]
+             _rope_case("apply_rope rotary_dim=96", x, False, 96, torch),
+             _rope_case("apply_rope seq_axis=-2", _random((1, heads, seq, head_dim), dtype, seed=2), False, None, torch,
+                        seq_axis=-2)]
     inv64 = posenc.rope_inv_freq(head_dim)[0]
 
     # A decode step: one new token for each of 32 sequences, at different positions.
