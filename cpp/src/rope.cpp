@@ -499,15 +499,16 @@ void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::i
     // heads, dim]); in [batch, heads, seq, dim] (seq_axis=-2, the layout of
     // Hugging Face's q and k) they were the next block's, which the other
     // thread takes. Time ÷ that one's, switched call by call (AMD EPYC Zen
-    // 4, medians, 1 / 2 threads), float32: [1, 32, 2048, 128] seq_axis=-2
-    // 0.91 / 0.93 (0.33 in another run: the old walk 2.2 ms, the new 0.7),
-    // [4, 32, 512, 128] 0.49 / 0.64, GPT-J 0.83 / 0.43,
-    // apply_rope_qk with 8 key heads 0.88 / 0.38, FLUX's [1, 24, 4096, 128]
-    // 0.88 / 0.33, q of a fused qkv projection (rows 3x apart) 0.54 / 0.42;
-    // [1, 2048, 32, 128] 0.89 / 0.92 and k [4, 2048, 8, 128] 1.14 / 0.84.
-    // The same ten cases in float16 and bfloat16 0.73-1.14 / 0.50-1.07,
-    // float64 0.49-1.02 / 0.58-0.99. Stopping at the item's end instead
-    // measured the same (0.89-1.22x, medians).
+    // 4, medians, 1 / 2 threads, two runs, one of them of the form that
+    // stops at the item's end, which measured the same: 0.89-1.22x),
+    // float32: [1, 32, 2048, 128] seq_axis=-2 0.91-1.04 / 0.33-0.93 (the
+    // old walk 1.2-3.4 ms at 2 threads), [4, 32, 512, 128] 0.49-0.57 /
+    // 0.53-0.64, GPT-J 0.83-0.93 / 0.43-0.49, apply_rope_qk with 8 key
+    // heads 0.88 / 0.38-0.47, FLUX's [1, 24, 4096, 128] 0.88-1.11 /
+    // 0.33-0.45, q of a fused qkv projection (rows 3x apart) 0.45-0.54 /
+    // 0.42-0.43; [1, 2048, 32, 128] 0.89-1.08 / 0.92-1.02 and k [4, 2048,
+    // 8, 128] 0.96-1.14 / 0.84-0.86. The same ten cases in float16 and
+    // bfloat16 0.73-1.14 / 0.50-1.07, float64 0.49-1.02 / 0.58-0.99 (one run).
     const std::int64_t units = u1 - u0, rows = r1 - r0;
     const std::int64_t ahead = std::max<std::int64_t>(1, far_ahead_bytes<T>() / ((op.rows_outer ? units : rows) * bytes));
     auto one = [&](std::int64_t u, std::int64_t r) {
