@@ -514,11 +514,11 @@ void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::i
     auto one = [&](std::int64_t u, std::int64_t r) {
         const std::int64_t k = (r - r0) * width;
         // A partial rotation in place (rotary_dim < head_dim) still
-        // prefetches whole vectors: only the lines it rotates took
-        // 0.96-2.55x the time, and twice or four times as far ahead
-        // 0.80-1.41x, no consistent gain (AMD EPYC Zen 4, float32 [1, 2048,
-        // 32, 128] rotary_dim 32, 64, 96, NeoX and GPT-J, 1 and 2 threads,
-        // calls switched one by one). Such rotations touch a quarter to
+        // prefetches whole vectors: with the page-ahead prefetch (above),
+        // only the lines it rotates took 0.96-2.55x the time, and twice or
+        // four times as far ahead 0.80-1.41x, no consistent gain (AMD EPYC
+        // Zen 4, float32 [1, 2048, 32, 128] rotary_dim 32, 64, 96, NeoX and
+        // GPT-J, 1 and 2 threads, calls switched one by one). Such rotations touch a quarter to
         // three quarters of each vector's lines, which this CPU fetches more
         // slowly than all of them: at one thread rotary_dim 32 took 1.9-5.7
         // ms (between runs) against 1.1-1.6 for whole heads; in one run 3.5

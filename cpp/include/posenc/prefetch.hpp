@@ -5,12 +5,12 @@
 // then waits on the next page's first lines. Prefetching (for writing: the
 // loops work in place) the bytes kAheadBytes past those being worked on (the
 // rotation: the vector its walk reaches that many bytes on, in any layout,
-// rope.cpp) keeps them coming. Measured, one thread, against a read-modify-write pass of the
-// same buffer: relative adds on Swin windows 1.4x -> 1.05x (relative.cpp), the
-// float32 rotation of apply_rope_nd on [1, 4096, 24, 128] 1.6x -> 1.25x
-// (rope.cpp). 2 KiB ahead measured the same for the adds, 2 and 8 KiB within
-// the noise of 4 KiB for the rotation. A prefetch is a hint: addresses past
-// the end of a buffer never fault.
+// rope.cpp) keeps them coming. Measured, one thread, against a
+// read-modify-write pass of the same buffer: relative adds on Swin windows
+// 1.4x -> 1.05x (relative.cpp), the float32 rotation of apply_rope_nd on [1,
+// 4096, 24, 128] 1.6x -> 1.25x (rope.cpp). 2 KiB ahead measured the same for
+// the adds, 2 and 8 KiB within the noise of 4 KiB for the rotation. A prefetch
+// is a hint: addresses past the end of a buffer never fault.
 #pragma once
 
 #include <cstdint>
