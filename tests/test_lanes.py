@@ -157,6 +157,14 @@ COMMON = [
     ("apply_rope", lambda: ((_array((5, 8), "float32", "c", 5),), dict(positions=np.array([[3, 1, 4, 1, 5]], np.uint8),
                                                                        seq_axis=-2, base=1e6, scaling=None))),
     ("apply_rope_qk", _rope_qk((1, 1, 32, 128), (1, 1, 8, 128), "float32", True, positions=np.array([[4000]]))),
+    # RotaryEmbedding's call (Llama 3's frequencies and a YaRN-like attention scaling), in Hugging Face's layout.
+    ("apply_rope_qk", _rope_qk((1, 32, 1, 128), (1, 8, 1, 128), "float32", True, positions=np.array([[4000]]),
+                               seq_axis=-2, base=500000.0, rotary_dim=128, attention_scaling=1.1,
+                               inv_freq=posenc.rope_inv_freq(128, base=500000.0, scaling={
+                                   "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                   "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})[0])),
+    ("apply_rope", _in_place(_x((2, 3, 2, 16), "float16"), offset=9, inv_freq=np.geomspace(1, 1e-4, 8),
+                             attention_scaling=-2)),
     # A batched decode step: a position per sequence ([batch, 1]), and a row per batch entry at any seq.
     ("apply_rope", _in_place(_x((4, 1, 3, 16)), positions=np.array([[5], [900], [7], [2**40]]))),
     ("apply_rope", lambda: ((_array((3, 2, 5, 8), "float64", "c", 12), np.arange(15).reshape(3, 5) * 31),
@@ -211,6 +219,21 @@ def test_the_public_function_takes_the_lane():
         assert posenc.apply_rope(x, offset=3, out=x) is x
 
 
+def test_rotary_embedding_takes_the_lane():
+    """RotaryEmbedding's call of a fixed scheme is apply_rope_qk's with its frequencies: a decode step takes the lane."""
+    rope = posenc.RotaryEmbedding(16, base=500000.0, scaling={"rope_type": "yarn", "factor": 4.0,
+                                                               "original_max_position_embeddings": 64})
+    q, k = np.ones((1, 4, 1, 16), np.float32), np.ones((1, 2, 1, 16), np.float32)
+    want = posenc.apply_rope_qk.planned(q, k, np.array([[70]]), seq_axis=-2, inv_freq=rope.inv_freq,
+                                        attention_scaling=rope.attention_scaling)
+    assert rope.attention_scaling != 1.0
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(posenc._rope, "rope_params", None)  # not reached: the lane took the call
+        got = rope(q, k, np.array([[70]]), seq_axis=-2, out_q=q, out_k=k)
+    assert got[0] is q and got[1] is k
+    assert _same_bits(q, want[0]) and _same_bits(k, want[1])
+
+
 # ------------------------------------------------------------------ everything near them: taken or declined, never wrong
 #
 # Each call is a recipe: plain values (what the lane takes) with any argument swapped for an odd one. The
@@ -222,8 +245,32 @@ ODD_BASES = [1.0, -2.0, math.nan, math.inf, np.float64(1e4), 10**400, "1e4"]
 ODD_FLAGS = [np.bool_(True), 1, None]
 ODD_OUTS = ["other", "view"]
 ODD_POSITIONS = [">i8", "two-rows", "three-rows", "float", "list", "bool", "of x"]
+_FREQS = np.geomspace(1.0, 1e-3, 4)  # inv_freq for the recipes' head_dim 8
 ODD_EXTRAS = [{"rotary_dim": 4}, {"inv_freq": None}, {"mrope_interleaved": True}, {"attention_scaling": 1.0},
-              {"bogus": 1}, {"scaling": {"rope_type": "linear", "factor": 2.0}}]
+              {"bogus": 1}, {"scaling": {"rope_type": "linear", "factor": 2.0}},
+              # What RotaryEmbedding passes (taken), and everything near it.
+              {"inv_freq": _FREQS, "attention_scaling": 1.25, "rotary_dim": 8, "base": 500000.0},
+              {"inv_freq": _FREQS.astype(np.float32)}, {"inv_freq": np.arange(1, 5, dtype=np.int32)},
+              {"inv_freq": np.repeat(_FREQS, 2)[::2]}, {"inv_freq": _FREQS.astype(np.float16)},
+              {"inv_freq": _FREQS.astype(">f8")}, {"inv_freq": _FREQS.tolist()}, {"inv_freq": _FREQS[None]},
+              {"inv_freq": np.ones(5)}, {"inv_freq": np.where(_FREQS < 0.1, np.nan, _FREQS)},
+              {"inv_freq": np.where(_FREQS < 0.1, np.inf, _FREQS)}, {"inv_freq": _FREQS > 0.1},
+              {"inv_freq": _FREQS, "scaling": {"rope_type": "linear", "factor": 2.0}}, {"inv_freq": _FREQS, "base": 1.0},
+              {"inv_freq": _FREQS, "base": -2.0}, {"inv_freq": "of x"},
+              {"attention_scaling": 0.5}, {"attention_scaling": -3}, {"attention_scaling": math.nan},
+              {"attention_scaling": math.inf}, {"attention_scaling": True}, {"attention_scaling": np.float64(2.0)},
+              {"attention_scaling": 10**400}, {"attention_scaling": "2"},
+              {"rotary_dim": 8}, {"rotary_dim": np.int64(8)}, {"rotary_dim": 8.0}, {"rotary_dim": True},
+              {"rotary_dim": 0}, {"rotary_dim": 10}]
+
+
+def _extra(extra: Dict[str, Any], x: Any) -> Dict[str, Any]:
+    """The recipe's extra arguments; inv_freq "of x" is a float view of x's first bytes (read while x is written)."""
+    if not (isinstance(extra.get("inv_freq"), str) and extra["inv_freq"] == "of x"):
+        return extra
+    ok = isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.dtype.itemsize >= 4 and x.flags.c_contiguous \
+        and x.size >= 4
+    return dict(extra, inv_freq=x.reshape(-1)[:4] if ok else _FREQS)
 ODD_OPERANDS = [dict(dtype="int32"), dict(dtype=">f4"), dict(layout="sliced"), dict(layout="unaligned"),
                 dict(layout="readonly"), dict(shape=(2, 3, 2, 3)), dict(shape=(2, 3, 2, 0)), dict(shape=(3, 8)),
                 dict(shape=(8,)), dict(shape=(0, 3, 0, 8))] + ([dict(dtype="bfloat16", layout="f")] if BFLOAT16 else [])
@@ -262,8 +309,8 @@ def _seq(x: np.ndarray, seq_axis: Any) -> int:
 def rope_call(r: Dict[str, Any]) -> Call:
     """apply_rope(x, [positions], offset=, base=, interleaved=, inverse=, seq_axis=, out=, **extra)."""
     x = _operand(r["x"])
-    kwargs = _kwargs(dict(offset=r["offset"], base=r["base"], interleaved=r["interleaved"], inverse=r["inverse"],
-                          seq_axis=r["seq_axis"], out=_out(r["out"], x), **r["extra"]))
+    kwargs = _kwargs(dict(dict(offset=r["offset"], base=r["base"], interleaved=r["interleaved"], inverse=r["inverse"],
+                               seq_axis=r["seq_axis"], out=_out(r["out"], x)), **_extra(r["extra"], x)))
     p = _positions(r["positions"], _seq(x, r["seq_axis"]), x)
     if isinstance(p, str):
         return (x,), kwargs
@@ -274,8 +321,9 @@ def rope_qk_call(r: Dict[str, Any]) -> Call:
     """apply_rope_qk(q, k, [positions], ..., xpos..., out_q=, out_k=): k as its recipe says, or q or a view of it."""
     q = _operand(r["q"])
     k = {"q itself": q, "view of q": q[...]}.get(r["k"]) if isinstance(r["k"], str) else _operand(r["k"])
-    kwargs = _kwargs(dict(offset=r["offset"], base=r["base"], seq_axis=r["seq_axis"], out_q=_out(r["out_q"], q),
-                          out_k=q if r["out_k"] == "q" else _out(r["out_k"], k), **r["xpos"], **r["extra"]))
+    kwargs = _kwargs(dict(dict(offset=r["offset"], base=r["base"], seq_axis=r["seq_axis"], out_q=_out(r["out_q"], q),
+                               out_k=q if r["out_k"] == "q" else _out(r["out_k"], k), **r["xpos"]),
+                          **_extra(r["extra"], k)))
     p = _positions(r["positions"], _seq(q, r["seq_axis"]), q)
     return ((q, k), kwargs) if isinstance(p, str) else ((q, k, p), kwargs)
 

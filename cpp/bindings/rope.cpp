@@ -309,9 +309,12 @@ double largest_magnitude(const double* v, std::int64_t n) {
 }
 
 // A rotation's shared arguments where the lane takes them (the Python layer's `_common_case`): the default
-// frequencies of `base`, every feature of head_dim rotated, positions offset + arange(seq), one integer
-// row ([seq] or [1, seq]: real_values) shared by the batch, or one row per batch entry ([batch, seq],
-// batch > 1 the operands' axis 0: a batched decode step), everything else at its default.
+// frequencies of `base` or the caller's `inv_freq` (an exact ndarray [head_dim/2] of integers or
+// float32/float64, finite: what RotaryEmbedding holds for any scheme), an `attention_scaling` (a finite
+// float or int), every feature of head_dim rotated (`rotary_dim` absent, None or head_dim), positions
+// offset + arange(seq), one integer row ([seq] or [1, seq]: real_values) shared by the batch, or one row
+// per batch entry ([batch, seq], batch > 1 the operands' axis 0: a batched decode step), everything else
+// at its default.
 struct LaneAngles {
     py::ssize_t seq_axis = -3;  // as given: -3 or -2
     bool interleaved = false, inverse = false;
@@ -321,11 +324,17 @@ struct LaneAngles {
     std::vector<double> positions;
     PyObject* given_positions = nullptr;  // the caller's array (an exact ndarray) when given
     py::object freqs;  // held for the call: the memo may move on while the kernel runs without the GIL
+    std::vector<double> given_freqs;  // the caller's inv_freq as float64, when given (else freqs)
+    PyObject* given_inv_freq = nullptr;  // the caller's inv_freq array
+    double scale = 1.0;  // attention_scaling
 
-    // Whether an operand written in place shares no byte with the positions given (the Python layer refuses
-    // the overlap, though the lane reads them first).
+    // Whether an operand written in place shares no byte with the positions or inv_freq given (the Python
+    // layer refuses the overlap, though the lane reads them first).
     bool apart_from(const py::array& written) const {
-        return !given || lane::disjoint(written, py::reinterpret_borrow<py::array>(given_positions));
+        const auto apart = [&](PyObject* read) {
+            return read == nullptr || lane::disjoint(written, py::reinterpret_borrow<py::array>(read));
+        };
+        return apart(given ? given_positions : nullptr) && apart(given_inv_freq);
     }
 
     bool grouped() const { return groups > 1; }
@@ -339,13 +348,14 @@ struct LaneAngles {
     RopeArgs args(const GroupedRows& x) const {
         const std::int64_t half = x.cols() / 2;
         return {x.groups(), x.rows(), given ? positions.data() : nullptr, start,
-                float64_vector(freqs, half, "inv_freq"), half, nullptr, 1.0, interleaved, inverse};
+                given_inv_freq ? given_freqs.data() : float64_vector(freqs, half, "inv_freq"), half, nullptr, scale,
+                interleaved, inverse};
     }
 };
 
 // v: the kShared arguments; false when the Python layer must take the call.
 bool lane_angles(PyObject* const* v, const py::array& x, LaneAngles& a) {
-    for (const int i : {kScaling, kInvFreq, kAttentionScaling, kRotaryDim, kMropeSection, kCos, kSin})
+    for (const int i : {kScaling, kMropeSection, kCos, kSin})
         if (!lane::is_none(v[i])) return false;
     const auto interleaved = lane::flag(v[kInterleaved], false), inverse = lane::flag(v[kInverse], false);
     const auto mrope_interleaved = lane::flag(v[kMropeInterleaved], false);
@@ -356,6 +366,15 @@ bool lane_angles(PyObject* const* v, const py::array& x, LaneAngles& a) {
         return false;
     const std::int64_t dim = x.shape(x.ndim() - 1), seq = x.shape(x.ndim() + *seq_axis);
     if (dim == 0 || dim % 2 != 0) return false;
+    if (!lane::is_none(v[kRotaryDim])) {
+        const auto rotary_dim = lane::integer(v[kRotaryDim], dim);
+        if (!rotary_dim || *rotary_dim != dim) return false;
+    }
+    if (!lane::is_none(v[kAttentionScaling])) {
+        const auto scale = lane::real(v[kAttentionScaling], 1.0);
+        if (!scale) return false;
+        a.scale = *scale;
+    }
     if (lane::is_none(v[kPositions])) {
         if (!lane::exact_positions(*offset, seq)) return false;
         a.start = static_cast<double>(*offset);
@@ -370,11 +389,23 @@ bool lane_angles(PyObject* const* v, const py::array& x, LaneAngles& a) {
         a.given = true;
         a.given_positions = v[kPositions];
     }
-    a.freqs = lane::rope_frequencies().get(dim, *base, v[kBase]);
     a.seq_axis = *seq_axis;
     a.interleaved = *interleaved;
     a.inverse = *inverse;
-    return static_cast<bool>(a.freqs);
+    if (lane::is_none(v[kInvFreq])) {
+        a.freqs = lane::rope_frequencies().get(dim, *base, v[kBase]);
+        return static_cast<bool>(a.freqs);
+    }
+    // The caller's frequencies, as `_given_frequencies` takes them; the base is still checked (`_checks.base`).
+    if (!(*base > 0.0) || *base == 1.0 || !lane::is_array(v[kInvFreq]) ||
+        py::reinterpret_borrow<py::array>(v[kInvFreq]).ndim() != 1)
+        return false;
+    a.given_freqs.resize(static_cast<std::size_t>(dim / 2));
+    if (!real_values(v[kInvFreq], 1, dim / 2, true, a.given_freqs.data()) ||
+        !std::isfinite(largest_magnitude(a.given_freqs.data(), dim / 2)))
+        return false;
+    a.given_inv_freq = v[kInvFreq];
+    return true;
 }
 
 // apply_rope(x, positions, ..., out) in the lane: out None or x itself.
