@@ -38,12 +38,25 @@ def cases(dtype: Any = np.float32) -> List[SmallCase]:
     pos = np.array([[4000]])
     scores = np.zeros((1, 1, 1, 8), dtype)
     h = np.ones((1, 1, 64), dtype)
+    # A model's embedding (Llama 3's frequencies) on Hugging Face's [batch, heads, seq, head_dim].
+    llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+              "original_max_position_embeddings": 8192}
+    rope = posenc.RotaryEmbedding(128, base=500000.0, scaling=llama3)
+    qh, kh = np.ones((1, 32, 1, 128), dtype), np.ones((1, 8, 1, 128), dtype)
+    qk: Any = posenc.apply_rope_qk  # its `planned`: the same call without the lane
+    embedding = SmallCase(
+        "RotaryEmbedding(llama3) [1, 32, 1, 128] + [1, 8, 1, 128] seq_axis=-2, positions [[p]]",
+        lambda: rope(qh, kh, pos, seq_axis=-2, out_q=qh, out_k=kh),
+        lambda: qk.planned(qh, kh, pos, base=rope.base, inv_freq=rope.inv_freq,
+                           attention_scaling=rope.attention_scaling, rotary_dim=rope.rotary_dim, seq_axis=-2,
+                           out_q=qh, out_k=kh))
     return [
         _case("apply_rope [1, 1, 1, 128] offset=4000", posenc.apply_rope, x, offset=4000, out=x),
         _case("apply_rope_qk decode [1, 1, 32, 128] + [1, 1, 8, 128], positions [[p]]", posenc.apply_rope_qk, q, k,
               pos, out_q=q, out_k=k),
         _case("add_alibi [1, 1, 1, 8] offset=7", posenc.add_alibi, scores, offset=7, out=scores),
         _case("add_sinusoidal [1, 1, 64] offset=4000", posenc.add_sinusoidal, h, offset=4000, out=h),
+        embedding,
     ]
 
 
