@@ -480,7 +480,8 @@ inline void rotate_vector(const T* x, std::int64_t xs, T* o, std::int64_t os, co
 // r − r0 holds that row's cos and sin.
 template <bool kInterleaved, bool kContiguous, std::int64_t kHalf, class T, class R>
 void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1, std::int64_t r0,
-                  std::int64_t r1, const R* ct, const R* st, const FloatTables& f, std::int64_t half, std::int64_t far_rows) {
+                  std::int64_t r1, const R* ct, const R* st, const FloatTables& f, std::int64_t half,
+                  std::int64_t far_rows) {
     const T* x = static_cast<const T*>(op.x);
     T* o = static_cast<T*>(op.out);
     const std::int64_t* xo = op.xl.offsets + g * op.units;
@@ -510,7 +511,8 @@ void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::i
     // 8, 128] 0.96-1.14 / 0.84-0.86. The same ten cases in float16 and
     // bfloat16 0.73-1.14 / 0.50-1.07, float64 0.49-1.02 / 0.58-0.99 (one run).
     const std::int64_t units = u1 - u0, rows = r1 - r0;
-    const std::int64_t ahead = std::max<std::int64_t>(1, far_ahead_bytes<T>() / ((op.rows_outer ? units : rows) * bytes));
+    const std::int64_t step_bytes = (op.rows_outer ? units : rows) * bytes;  // one outer step of the walk
+    const std::int64_t ahead = std::max<std::int64_t>(1, far_ahead_bytes<T>() / step_bytes);
     auto one = [&](std::int64_t u, std::int64_t r) {
         const std::int64_t k = (r - r0) * width;
         // A partial rotation in place (rotary_dim < head_dim) still
@@ -561,7 +563,8 @@ void rotate_block(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::i
 // disagreed), so float32 and float64 keep the run-time count there.
 template <bool kInterleaved, class T, class R>
 void rotate_contiguous(const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1, std::int64_t r0,
-                       std::int64_t r1, const R* ct, const R* st, const FloatTables& f, std::int64_t h, std::int64_t far_rows) {
+                       std::int64_t r1, const R* ct, const R* st, const FloatTables& f, std::int64_t h,
+                       std::int64_t far_rows) {
     if (h == 64) return rotate_block<kInterleaved, true, 64, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far_rows);
     if (h == 32) return rotate_block<kInterleaved, true, 32, T>(op, g, u0, u1, r0, r1, ct, st, f, h, far_rows);
     if constexpr (kNarrowFormat<T>) {
@@ -573,7 +576,8 @@ void rotate_contiguous(const RopeOperand& op, std::int64_t g, std::int64_t u0, s
 
 template <class T, class R>
 void rotate_units(const RopeArgs& a, const RopeOperand& op, std::int64_t g, std::int64_t u0, std::int64_t u1,
-                  std::int64_t r0, std::int64_t r1, const R* ct, const R* st, const FloatTables& f, std::int64_t far_rows) {
+                  std::int64_t r0, std::int64_t r1, const R* ct, const R* st, const FloatTables& f,
+                  std::int64_t far_rows) {
     const bool contiguous = op.xl.col_stride == 1 && op.ol.col_stride == 1;
     const std::int64_t h = a.half;
     if (a.interleaved) {
