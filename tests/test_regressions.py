@@ -305,3 +305,15 @@ def test_float32_xpos_rotations_with_factors_beyond_float32s_range():
     finite = np.isfinite(want_k)
     assert not finite.all() and finite.sum() > 1000  # both overflowing and ordinary entries
     np.testing.assert_allclose(got_k[finite], want_k[finite], rtol=2.0**-23, atol=0)
+
+
+def test_positions_past_2_53_are_not_stepped_by_one(isa):
+    # The angle rows stepped to the next position where `before + 1.0 == p`, which from 2^53 on also holds
+    # for equal positions (2^64 twice) and for positions 2 apart: found by the fuzzer on sinusoidal_nd.
+    p = np.array([2.0**64, 2.0**64, 2.0**53, 2.0**53 + 2, 2.0**53 + 4, 3.0, 4.0])
+    coords, freqs = np.stack([p, p[::-1]], -1), posenc.rope_axial_freqs((4, 4))
+    x = np.random.default_rng(0).standard_normal((1, p.size, 2, 8)).astype(np.float32)
+    for name, args in [("sinusoidal", (p, 8)), ("sinusoidal_nd", (coords, (4, 4))), ("apply_rope", (x, p)),
+                       ("apply_rope_nd", (x, np.stack([p, np.zeros_like(p)], -1), freqs))]:
+        got, want = getattr(posenc, name)(*args), getattr(posenc.reference, name)(*args)
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, err_msg=name)

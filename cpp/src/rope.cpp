@@ -623,7 +623,7 @@ inline std::int64_t unit_step(const double* prev, const double* cur, std::int64_
     std::int64_t axis = -1;
     for (std::int64_t k = 0; k < axes; ++k) {
         if (cur[k] == prev[k]) continue;
-        if (axis >= 0 || cur[k] != prev[k] + 1.0) return -1;
+        if (axis >= 0 || cur[k] - prev[k] != 1.0) return -1;  // not prev + 1.0, which rounds from 2^53 on (angles.hpp)
         axis = k;
     }
     return axis;

@@ -115,9 +115,12 @@ class AngleRows {
     AngleStep step() const { return step_; }
 
   private:
-    // Whether `row`, at position p, follows the row before it (at `before`) by a step.
+    // Whether `row`, at position p, follows the row before it (at `before`) by a step. The
+    // difference, not `before + 1.0`: from 2^53 on that sum rounds (to before itself at 2^64, to
+    // before + 2 at 2^53 + 2), and equal or farther positions were stepped by one (the fuzzer's
+    // sinusoidal_nd at 2^64; exact when the difference is 1).
     static bool steps_to(std::int64_t row, double p, double before) {
-        return row % kAnchorRows != 0 && p == before + 1.0;
+        return row % kAnchorRows != 0 && p - before == 1.0;
     }
 
     void advance() {
