@@ -13,7 +13,8 @@
 
 namespace posenc {
 
-// Over `words` 8-byte words split evenly between `threads` threads:
+// Over `words` 8-byte words on `threads` threads (fill in even halves, touch
+// in claimed blocks: memory.cpp):
 // fill writes zeros (write only), touch reads each word and writes it back
 // unchanged (x ^ mask with a run-time zero mask, which no compiler can elide).
 using MemoryPassFn = void (*)(std::uint64_t* data, std::int64_t words, std::uint64_t mask, int threads);
