@@ -181,6 +181,20 @@ def test_grad_closed_form_and_summation_order(isa):
         assert_bitwise_equal(posenc.embedding_grad(grad, positions, 7), expected.astype(dtype))
 
 
+def test_grad_sums_start_from_positive_zero(isa):
+    """np.add.at adds into zeros: rows of -0.0 sum to +0.0, one row or several (0 + -0 is +0), and an
+    empty position stays +0.0; in rows wide and narrow, contiguous and strided, in every format."""
+    for dtype in FLOAT_DTYPES:
+        for dim in (3, 16, 100):
+            grad = np.full((2, 5, dim), -0.0, dtype)
+            grad[1, 4, 1] = 2.0  # position 3: -0.0 then 2.0
+            positions = [[0, 1, 1, 3, 3], [1, 1, 0, 0, 3]]
+            expected = ref.embedding_grad(grad, positions, 5)
+            assert not np.signbit(expected[[0, 1, 2]]).any()
+            assert_bitwise_equal(posenc.embedding_grad(grad, positions, 5), expected)
+            assert_bitwise_equal(posenc.embedding_grad(np.repeat(grad, 2, axis=-1)[..., ::2], positions, 5), expected)
+
+
 def test_grad_finite_differences(isa):
     """d/dT Σ w·(x + T[pos]) is embedding_grad(w, pos): central differences in float64."""
     rng = np.random.default_rng(9)
