@@ -188,6 +188,30 @@ def test_bench_times_posenc_apart_from_every_baseline(monkeypatch):
         assert any("base numpy" in g for g in groups)
 
 
+@pytest.mark.skipif(not hasattr(posenc._backend.native, "memory_pass"), reason="needs the native core")
+def test_memory_ceilings_reach_every_word():
+    """The ceilings' passes (a fill; a read-modify-write in blocks the threads claim) reach every word
+    once, on buffers of a block and less, of many blocks, and of a part block more, at 1 and 2 threads."""
+    memory_pass = posenc._backend.native.memory_pass
+    rng = np.random.default_rng(0)
+    try:
+        for threads in (1, 2):
+            posenc.set_num_threads(threads)
+            for words in (1, 1000, (1 << 17) + 1, 3 << 18):  # 1 MiB blocks hold 2^17 words
+                data = rng.integers(0, 2**63, words, dtype=np.uint64)
+                original = data.copy()
+                memory_pass(data, "touch", 0xF0F0F0F0F0F0F0F0)
+                np.testing.assert_array_equal(data, original ^ np.uint64(0xF0F0F0F0F0F0F0F0))
+                memory_pass(data, "touch")
+                np.testing.assert_array_equal(data, original ^ np.uint64(0xF0F0F0F0F0F0F0F0))
+                memory_pass(data, "fill", 7)
+                assert (data == 7).all()
+                memory_pass(data, "fill")
+                assert not data.any()
+    finally:
+        posenc.set_num_threads(None)
+
+
 def test_bench_times_each_threading_runtime_apart():
     """Functions of one runtime interleave among themselves, and no call of one group falls between
     another group's: PyTorch's spinning workers must not steal the cores of posenc's next call."""

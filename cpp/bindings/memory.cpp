@@ -11,8 +11,10 @@ namespace {
 // One pass over a's bytes with posenc's thread count and the widest path the
 // CPU has (whichever path kernels are forced to): "fill" writes zeros,
 // "touch" reads and writes back every word unchanged. a must be C-contiguous,
-// writeable and hold whole, aligned 8-byte words (any dtype).
-void memory_pass(py::array a, const std::string& kind) {
+// writeable and hold whole, aligned 8-byte words (any dtype). `mask`, 0 for
+// the ceilings, lets tests see every word reached: fill writes it, touch
+// XORs each word with it.
+void memory_pass(py::array a, const std::string& kind, std::uint64_t mask) {
     require_writeable(a, "a");
     const auto bytes = static_cast<std::int64_t>(a.nbytes());
     if (!(a.flags() & py::array::c_style) || bytes % 8 != 0 || reinterpret_cast<std::uintptr_t>(a.data()) % 8 != 0)
@@ -25,11 +27,13 @@ void memory_pass(py::array a, const std::string& kind) {
     auto* data = static_cast<std::uint64_t*>(a.mutable_data());
     const int threads = num_threads();
     py::gil_scoped_release release;
-    pass(data, bytes / 8, 0, threads);
+    pass(data, bytes / 8, mask, threads);
 }
 
 }  // namespace
 
-void register_memory(py::module_& m) { m.def("memory_pass", &memory_pass, py::arg("a"), py::arg("kind")); }
+void register_memory(py::module_& m) {
+    m.def("memory_pass", &memory_pass, py::arg("a"), py::arg("kind"), py::arg("mask") = std::uint64_t(0));
+}
 
 }  // namespace posenc::bind

@@ -15,8 +15,9 @@ namespace posenc {
 
 // Over `words` 8-byte words on `threads` threads (fill in even halves, touch
 // in claimed blocks: memory.cpp):
-// fill writes zeros (write only), touch reads each word and writes it back
-// unchanged (x ^ mask with a run-time zero mask, which no compiler can elide).
+// fill writes mask (zeros for the ceilings; write only), touch reads each
+// word and writes back x ^ mask (unchanged for the ceilings: a run-time zero
+// mask, which no compiler can elide).
 using MemoryPassFn = void (*)(std::uint64_t* data, std::int64_t words, std::uint64_t mask, int threads);
 
 struct MemoryKernels {
