@@ -55,7 +55,7 @@ inline void embed_row(const T* t, std::int64_t tcs, const T* x, std::int64_t xcs
 // of the work while the calling thread did the rest, and with fixed halves
 // the call waited for it: blocks took 0.61 and 0.88x the time of halves on
 // float32 [4, 2048, 1024] in place, 0.57 and 0.84x on float16, 0.61 on
-// [8, 512, 768]; later, when it ran fast, 0.92-0.99x, 0.95-0.97x and
+// [8, 512, 768]; later, when it ran fast, 0.92-0.99x, 0.89-0.97x and
 // 0.89-0.93x. Blocks of 256 KiB or 4 MiB measured about the same as 1 MiB.
 constexpr std::int64_t kRunBlockBytes = std::int64_t(1) << 20;
 template <bool kAdd, class T>

@@ -17,7 +17,7 @@ void fill(std::uint64_t* data, std::int64_t words, std::uint64_t mask, int threa
 
 // The read-modify-write pass in blocks of 1 MiB that the threads claim one
 // after another (parallel_blocks), as the in-place kernels go: on an AMD
-// EPYC Zen 4 (2 threads, 16-32 MiB, calls switched one by one) it took
+// EPYC Zen 4 (2 threads, 12-32 MiB, calls switched one by one) it took
 // 0.95-1.01x the time of fixed halves. The write-only pass keeps its
 // halves: in blocks it took 0.96-1.06x their time.
 void touch(std::uint64_t* data, std::int64_t words, std::uint64_t mask, int threads) {
