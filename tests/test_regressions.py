@@ -317,3 +317,21 @@ def test_positions_past_2_53_are_not_stepped_by_one(isa):
                        ("apply_rope_nd", (x, np.stack([p, np.zeros_like(p)], -1), freqs))]:
         got, want = getattr(posenc, name)(*args), getattr(posenc.reference, name)(*args)
         np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, err_msg=name)
+
+
+def test_axis_products_are_rounded_before_they_are_summed(isa):
+    # θ = Σ_a coords[a]·freqs[a] fused each product into the sum (-ffp-contract=fast), where the reference
+    # rounds it first: the angles differed in their last bits, which near 2^64 is thousands of radians
+    # (coordinates and frequencies near 2^32, found by the fuzzer on rope_nd_cos_sin).
+    big = 2**32 - np.array([5, 7, 9, 2, 1])
+    coords = np.array([[big[0], 22, 35, 13, 30], [15, 4, 26, 17, 14], [11, big[1], big[2], 10, big[3]],
+                       [39, 39, big[3], 11, 30]], np.uint32)
+    freqs = np.concatenate([coords, [[5, 1, 8, 1, 27]]]).astype(np.uint32)
+    for dtype in (np.float32, np.float64):
+        for got, want in zip(posenc.rope_nd_cos_sin(coords, freqs, dtype=dtype),
+                             posenc.reference.rope_nd_cos_sin(coords, freqs, dtype=dtype)):
+            np.testing.assert_allclose(got, want, rtol=2e-6 if dtype == np.float32 else 1e-14, atol=1e-14)
+    x = np.random.default_rng(0).standard_normal((1, 4, 2, 10))
+    got = posenc.apply_rope_nd(x, coords.astype(np.float64)[None], freqs.astype(np.float64))
+    np.testing.assert_allclose(got, posenc.reference.apply_rope_nd(x, coords.astype(np.float64)[None],
+                                                                  freqs.astype(np.float64)), rtol=1e-13, atol=1e-13)

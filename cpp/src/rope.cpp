@@ -602,9 +602,17 @@ struct RowScratch {
     double* theta;
 };
 
-// θ_j = Σ_a coords[a]·freqs[a, j] of one row (coords[axes]), into theta[half].
-inline void coords_angles(const double* coords, const double* freqs, std::int64_t axes, std::int64_t half,
-                          double* __restrict theta) {
+// θ_j = Σ_a coords[a]·freqs[a, j] of one row (coords[axes]), into theta[half],
+// each product rounded before it is added, as the reference's NumPy sum
+// rounds it: this function is compiled without -ffp-contract=fast. Fused,
+// the angles differed from the reference's in their last bits, which at
+// angles of 2^64 (coordinates and frequencies near 2^32; the fuzzer) is
+// thousands of radians, and shows in float64 results at any angle. Products
+// kept apart by a store (two loops) instead took rope_nd_cos_sin of 65536
+// rows of 3 random coordinates 1.05-1.3x the time.
+__attribute__((optimize("-ffp-contract=off"))) inline void coords_angles(const double* coords, const double* freqs,
+                                                                        std::int64_t axes, std::int64_t half,
+                                                                        double* __restrict theta) {
     const double c0 = coords[0];
 #pragma omp simd
     for (std::int64_t j = 0; j < half; ++j) theta[j] = c0 * freqs[j];
