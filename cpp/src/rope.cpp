@@ -604,10 +604,12 @@ struct RowScratch {
 
 // θ_j = Σ_a coords[a]·freqs[a, j] of one row (coords[axes]), into theta[half],
 // each product rounded before it is added, as the reference's NumPy sum
-// rounds it: this function is compiled without -ffp-contract=fast. Fused,
-// the angles differed from the reference's in their last bits, which at
-// angles of 2^64 (coordinates and frequencies near 2^32; the fuzzer) is
-// thousands of radians, and shows in float64 results at any angle. Products
+// rounds it: GCC compiles this function without -ffp-contract=fast (a
+// compiler that ignores the attribute fails tests/test_regressions.py).
+// Fused, the angles differed from the reference's in their last bits, which
+// at angles of 2^64 (coordinates and frequencies near 2^32; the fuzzer) is
+// thousands of radians, and can reach float64 results' last bits at any
+// angle. Products
 // kept apart by a store (two loops) instead took rope_nd_cos_sin of 65536
 // rows of 3 random coordinates 1.05-1.3x the time.
 __attribute__((optimize("-ffp-contract=off"))) inline void coords_angles(const double* coords, const double* freqs,
