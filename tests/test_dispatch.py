@@ -151,6 +151,9 @@ def test_idle_workers_stop_spinning_soon_after_a_call():
     # default spins 8-11 ms after each call. The median of 21 calls: under
     # CI's parallel load a few sleeps also count a worker preempted mid-spin
     # (their sum once read 0.20x libgomp's; medians measured 0.00-0.04x).
+    # Under heavier load (CI's sanitizer stage) a spinning worker gets too
+    # little CPU to show: libgomp's median once read 0.19 ms. A measurement
+    # counts where libgomp's spin shows (1 ms or more); up to three are taken.
     code = """
         import resource, statistics, time, posenc
         def cpu():
@@ -166,19 +169,23 @@ def test_idle_workers_stop_spinning_soon_after_a_call():
         """
     env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     env.pop("OMP_NUM_THREADS", None)
-    runs = {}
-    for name, extra in [("posenc", {}), ("libgomp", {"GOMP_SPINCOUNT": "300000"})]:
-        r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                           timeout=120, env={**env, "OMP_NUM_THREADS": "2", **extra})
-        assert r.returncode == 0, r.stderr
-        threads, spent, setting = r.stdout.split(maxsplit=2)
-        if int(threads) < 2 or not _backend.native.have_openmp():
-            pytest.skip("no worker threads")
-        if setting.strip() == "libgomp loaded before posenc":  # (a NumPy whose BLAS runs on libgomp)
-            pytest.skip("libgomp is loaded before posenc here: its own settings hold")
-        runs[name] = float(spent)
-        assert setting.strip() == {"posenc": "posenc", "libgomp": "environment"}[name]
-    assert runs["posenc"] < 0.2 * runs["libgomp"], runs
+    for _ in range(3):
+        runs = {}
+        for name, extra in [("posenc", {}), ("libgomp", {"GOMP_SPINCOUNT": "300000"})]:
+            r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                               timeout=120, env={**env, "OMP_NUM_THREADS": "2", **extra})
+            assert r.returncode == 0, r.stderr
+            threads, spent, setting = r.stdout.split(maxsplit=2)
+            if int(threads) < 2 or not _backend.native.have_openmp():
+                pytest.skip("no worker threads")
+            if setting.strip() == "libgomp loaded before posenc":  # (a NumPy whose BLAS runs on libgomp)
+                pytest.skip("libgomp is loaded before posenc here: its own settings hold")
+            runs[name] = float(spent)
+            assert setting.strip() == {"posenc": "posenc", "libgomp": "environment"}[name]
+        if runs["libgomp"] >= 1e-3:
+            assert runs["posenc"] < 0.2 * runs["libgomp"], runs
+            return
+    pytest.skip(f"libgomp's own spin did not show in three measurements (the machine is loaded): {runs}")
 
 
 @requires_native
