@@ -226,3 +226,36 @@ def test_bench_times_each_threading_runtime_apart():
                               repeat=3)
     assert set(best) == {"posenc", "ceiling", "torch"} and all(t >= 0 for t in best.values())
     assert "".join(calls) == "pc" + "pc" * 3 + "t" + "t" * 3  # a warm-up call each, then the rounds
+
+
+def test_bench_alternates_the_dtypes_of_each_case(monkeypatch):
+    """--alternate-dtypes times a case's dtypes in one rotation, each restored by its own reset, and
+    prints their ratios to float32 from that rotation."""
+    import posenc._bench as bench
+
+    seen = []
+
+    def record(fns, repeat, reset=None, now=None):
+        seen.append((set(fns), reset))
+        return {d: {"float32": 2e-3, "float16": 3e-3}.get(d, 1e-3) for d in fns}
+
+    monkeypatch.setattr(bench, "measure", record)
+    out = io.StringIO()
+    rows = bench.run_dtypes_alternated(quick=True, only="add_alibi [", dtypes=["float32", "float16", "float64"],
+                                       stream=out, progress=False)
+    assert seen and all(names == {"float32", "float16", "float64"} for names, _ in seen)
+    for names, reset in seen:  # in-place cases: every dtype restores its own operand
+        assert isinstance(reset, dict) and set(reset) == names and all(callable(r) for r in reset.values())
+    assert {(r["dtype"], r["posenc_s"]) for r in rows} == {("float32", 2e-3), ("float16", 3e-3), ("float64", 1e-3)}
+    table = out.getvalue()
+    assert "alternated call by call" in table and "1.50x" in table and "0.50x" in table
+
+
+def test_measure_restores_each_function_with_its_own_reset():
+    from posenc._bench.timing import measure
+
+    calls = []
+    fns = {name: (lambda n=name: calls.append(n)) for name in "ab"}
+    resets = {name: (lambda n=name: calls.append(n.upper())) for name in "ab"}
+    measure(fns, repeat=2, reset=resets, pause=0)
+    assert "".join(calls) == "AaBb" * 3  # a warm-up call each, then two rounds

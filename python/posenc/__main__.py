@@ -112,16 +112,25 @@ def _bench(args: argparse.Namespace) -> int:
     if native is None:
         print("posenc bench: the compiled core is not available", file=sys.stderr)
         return 2
-    dtypes = [d.strip() for d in args.dtype.split(",")]
+    if args.alternate_dtypes and args.isa in ("all", "alternate"):
+        print(f"posenc bench: --alternate-dtypes times one path, not --isa {args.isa}", file=sys.stderr)
+        return 2
+    dtype = args.dtype or ("all" if args.alternate_dtypes else "float32")
+    dtypes = [d.strip() for d in dtype.split(",")]
     try:
         _bench.available_dtypes(dtypes)
     except ValueError as exc:
         print(f"posenc bench: {exc}", file=sys.stderr)
         return 2
-    if args.isa == "all":
-        forwarded = ["--repeat", str(args.repeat), "--dtype", args.dtype] + (["--quick"] if args.quick else [])
+    if args.alternate_dtypes:
+        if args.isa:
+            native.select_isa(args.isa)
+        results: Any = _bench.run_dtypes_alternated(quick=args.quick, repeat=args.repeat, only=args.only,
+                                                    dtypes=dtypes, progress=False if args.no_progress else None)
+    elif args.isa == "all":
+        forwarded = ["--repeat", str(args.repeat), "--dtype", dtype] + (["--quick"] if args.quick else [])
         forwarded += ["--only", args.only] if args.only else []
-        results: Any = _bench.run_isas(forwarded, rounds=args.rounds)
+        results = _bench.run_isas(forwarded, rounds=args.rounds)
     elif args.isa == "alternate":
         results = _bench.run_isas_alternated(quick=args.quick, repeat=args.repeat, only=args.only, dtypes=dtypes,
                                              progress=False if args.no_progress else None)
@@ -192,8 +201,12 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="smaller sizes")
     bench.add_argument("--repeat", type=int, default=10, help="timed rounds per case (the best one counts)")
     bench.add_argument("--only", default=None, help="only cases whose name contains this ('small': small calls only)")
-    bench.add_argument("--dtype", default="float32",
-                       help="comma-separated float32, float16, bfloat16, float64, or all (adds the dtype table)")
+    bench.add_argument("--dtype", default=None,
+                       help="comma-separated float32, float16, bfloat16, float64, or all (adds the dtype table); "
+                            "default float32 (all with --alternate-dtypes)")
+    bench.add_argument("--alternate-dtypes", action="store_true",
+                       help="posenc alone, each case's dtypes switched call by call in one process (a slow phase "
+                            "of a shared machine then slows every dtype alike): the dtype table only")
     bench.add_argument("--isa", default=None,
                        help="run on one path (baseline, avx2, avx512), or 'all': every path the CPU has, "
                             "each in its own process, and posenc's default, side by side, or 'alternate': "

@@ -14,7 +14,8 @@ thread count (PyTorch is set to it; NumPy's ufuncs use one thread).
 ``isas=["all"]`` runs the cases once per instruction-set path the CPU has,
 each in its own process, plus once with posenc's own choice, and prints each
 path's time relative to the fastest. ``run_isas_alternated`` times the same
-paths in one process, switching path call by call.
+paths in one process, switching path call by call, and
+``run_dtypes_alternated`` the dtypes of each case.
 """
 
 from __future__ import annotations
@@ -179,6 +180,51 @@ def run_isas_alternated(quick: bool = False, repeat: int = 10, only: Optional[st
         native.select_isa(chosen)
     report.isa_table(runs, stream, how="alternated call by call in one process")
     return runs
+
+
+def run_dtypes_alternated(quick: bool = False, repeat: int = 10, only: Optional[str] = None,
+                          dtypes: Sequence[str] = DTYPES, stream: TextIO = sys.stdout,
+                          progress: Optional[bool] = None) -> List[Dict[str, Any]]:
+    """Each case in every dtype, switched call by call in one process: the dtype axis without the drift.
+
+    ``run`` times a case's dtypes minutes apart, and on this project's shared
+    machines one float32 rotation took 0.71-1.05 ms across the runs of one
+    session, so its time ÷ float32 time carried that drift. Here the dtypes
+    of one case run round after round on their own operands (each restored
+    before each call, ``timing.measure``), so a slow phase of the machine
+    slows them alike. posenc only, on the active path; prints the dtype table
+    and returns one row per case and dtype.
+    """
+    import posenc
+    from .._backend import native
+
+    threads = posenc.get_num_threads()
+    now = clock(threads)
+    print(f"posenc {posenc.info()['version']}  isa={native.active_isa()}  threads={threads}  "
+          f"clock: {'thread CPU time' if threads == 1 else 'wall time'}", file=stream)
+    bar = _Progress(progress)
+    names = available_dtypes(dtypes)
+    rows: List[Dict[str, Any]] = []
+    try:
+        for family in _cases.FAMILIES:
+            by_name: Dict[str, Dict[str, _cases.Case]] = {}
+            for dtype in names:
+                for case in family(quick, _cases.dtype_of(dtype), None):
+                    if only is None or only in case.name:
+                        by_name.setdefault(case.name, {})[dtype] = case
+            for name, per_dtype in by_name.items():
+                if len(per_dtype) < 2:  # nothing to compare (t5_buckets is float32 only)
+                    continue
+                bar.show(name)
+                best = measure({d: c.posenc for d, c in per_dtype.items()}, repeat,
+                               reset={d: c.reset() for d, c in per_dtype.items()}, now=now)
+                rows.extend(dict(case=name, kernel=c.kernel, dtype=d, isa=native.active_isa(), threads=threads,
+                                 posenc_s=best[d]) for d, c in per_dtype.items())
+                bar.clear()
+    finally:
+        bar.clear()
+    report.dtype_table(rows, stream, how="dtypes alternated call by call in one process")
+    return rows
 
 
 def run_isas(argv: Sequence[str], rounds: int = 1, stream: TextIO = sys.stdout) -> Dict[str, List[Dict[str, Any]]]:

@@ -30,8 +30,9 @@ def case_line(row: Row, width: int) -> str:
             f"{share:>14s} {others} {best}")
 
 
-def dtype_table(rows: Sequence[Row], stream: TextIO) -> None:
-    """Per case, each dtype's time ÷ float32's (the goal for float16/bfloat16: at most 1.0)."""
+def dtype_table(rows: Sequence[Row], stream: TextIO, how: str = "each dtype's cases in turn") -> None:
+    """Per case, each dtype's time ÷ float32's (the goal for float16/bfloat16: at most 1.0); ``how``
+    says how the dtypes were timed."""
     by_case: Dict[str, Dict[str, float]] = {}
     for row in rows:
         by_case.setdefault(row["case"], {})[row["dtype"]] = row["posenc_s"]
@@ -39,7 +40,7 @@ def dtype_table(rows: Sequence[Row], stream: TextIO) -> None:
     if not dtypes:
         return
     width = max(len(c) for c in by_case)
-    print(f"\ndtype axis: time / float32 time\n{'case':{width}s} {'float32 ms':>10s} "
+    print(f"\ndtype axis: time / float32 time ({how})\n{'case':{width}s} {'float32 ms':>10s} "
           + " ".join(f"{d:>9s}" for d in dtypes), file=stream)
     for case, times in by_case.items():
         if "float32" not in times:

@@ -9,7 +9,7 @@ one round of every function instead of all rounds of one of them.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
@@ -24,7 +24,8 @@ def clock(threads: int) -> Callable[[], float]:
 
 
 def measure(fns: Dict[str, Timed], repeat: int, budget: float = 2.0, pause: float = 0.002,
-            reset: Optional[Timed] = None, now: Callable[[], float] = time.perf_counter) -> Dict[str, float]:
+            reset: Union[None, Timed, Dict[str, Optional[Timed]]] = None,
+            now: Callable[[], float] = time.perf_counter) -> Dict[str, float]:
     """Fastest time in seconds of each function, over up to ``repeat`` interleaved rounds.
 
     A function leaves the rotation once it has run ``repeat`` times or spent
@@ -39,20 +40,27 @@ def measure(fns: Dict[str, Timed], repeat: int, budget: float = 2.0, pause: floa
     ``reset`` (untimed) runs before every run: in-place work restores its
     operand, so repeated adds do not drift the data toward infinity (float16
     overflows within a few hundred ALiBi adds, and a kernel's speed may
-    depend on its data). ``now`` is the clock (see ``clock``).
+    depend on its data); a dict gives each function its own (functions on
+    different operands: one case in each dtype). ``now`` is the clock (see
+    ``clock``).
     """
+    resets = reset if isinstance(reset, dict) else {name: reset for name in fns}
+
+    def restore(name: str) -> None:
+        fn = resets.get(name)
+        if fn is not None:
+            fn()
+
     best = {name: float("inf") for name in fns}
     spent = {name: 0.0 for name in fns}
     runs = {name: 0 for name in fns}
-    for fn in fns.values():
-        if reset is not None:
-            reset()
+    for name, fn in fns.items():
+        restore(name)
         fn()
     active = list(fns)
     while active:
         for name in list(active):
-            if reset is not None:
-                reset()
+            restore(name)
             time.sleep(pause)
             t0 = now()
             fns[name]()
