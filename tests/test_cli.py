@@ -157,6 +157,18 @@ def test_bench_runs_and_reports_every_column():
 
 
 @pytest.mark.slow
+def test_bench_alternate_dtypes_prints_the_dtype_table():
+    r = posenc_cmd("bench", "--alternate-dtypes", "--quick", "--repeat", "1", "--only", "add_alibi [",
+                   "--dtype", "float32,float16")
+    assert r.returncode == 0, r.stderr
+    header, row = r.stdout.splitlines()[-2:]
+    assert "alternated call by call" in r.stdout and header.split()[-2:] == ["ms", "float16"]
+    assert row.startswith("add_alibi [") and row.endswith("x")
+    r = posenc_cmd("bench", "--alternate-dtypes", "--isa", "all")
+    assert r.returncode == 2 and "--isa all" in r.stderr
+
+
+@pytest.mark.slow
 def test_bench_progress_goes_to_stderr():
     import io
 
