@@ -237,7 +237,8 @@ def test_bench_times_each_threading_runtime_apart():
     best = measure_by_runtime([{"posenc": recorder("p"), "ceiling": recorder("c")}, {"torch": recorder("t")}, {}],
                               repeat=3)
     assert set(best) == {"posenc", "ceiling", "torch"} and all(t >= 0 for t in best.values())
-    assert "".join(calls) == "pc" + "pc" * 3 + "t" + "t" * 3  # a warm-up call each, then the rounds
+    # a warm-up call each, then the rounds, each starting one function further along
+    assert "".join(calls) == "pc" + "pc" + "cp" + "pc" + "t" + "t" * 3
 
 
 def test_bench_alternates_the_dtypes_of_each_case(monkeypatch):
@@ -263,11 +264,13 @@ def test_bench_alternates_the_dtypes_of_each_case(monkeypatch):
     assert "alternated call by call" in table and "1.50x" in table and "0.50x" in table
 
 
-def test_measure_restores_each_function_with_its_own_reset():
+def test_measure_restores_each_function_with_its_own_reset_and_rotates_the_order():
+    """Each call follows its own reset, and each round starts one function further along (no
+    function always follows the same one)."""
     from posenc._bench.timing import measure
 
     calls = []
-    fns = {name: (lambda n=name: calls.append(n)) for name in "ab"}
-    resets = {name: (lambda n=name: calls.append(n.upper())) for name in "ab"}
-    measure(fns, repeat=2, reset=resets, pause=0)
-    assert "".join(calls) == "AaBb" * 3  # a warm-up call each, then two rounds
+    fns = {name: (lambda n=name: calls.append(n)) for name in "abc"}
+    resets = {name: (lambda n=name: calls.append(n.upper())) for name in "abc"}
+    measure(fns, repeat=3, reset=resets, pause=0)
+    assert "".join(calls) == "AaBbCc" + "AaBbCc" + "BbCcAa" + "CcAaBb"  # a warm-up call each, then three rounds
