@@ -39,10 +39,10 @@ def measure(fns: Dict[str, Timed], repeat: int, budget: float = 2.0, pause: floa
     steal the cores the next timed call needs.
 
     Each round starts one function further along, so that no function
-    always follows the same one: in a fixed order, three calls of the same
-    float16 kernel after a call of the baseline path took 1-5% longer the
-    nearer they came after it (AMD EPYC Zen 4, 2 threads; sinusoidal tables
-    and sums, NeoX rotations).
+    always follows the same one: in a fixed order, of three calls of the
+    same float16 sinusoidal table or sum after a call of the baseline path,
+    the first took 1.6-5.1% longer than the third (AMD EPYC Zen 4, 2
+    threads, two runs each; rotations showed no consistent order).
 
     ``reset`` (untimed) runs before every run: in-place work restores its
     operand, so repeated adds do not drift the data toward infinity (float16
