@@ -10,11 +10,12 @@ namespace {
 
 // One pass over a's bytes with posenc's thread count and the widest path the
 // CPU has (whichever path kernels are forced to): "fill" writes zeros,
-// "touch" reads and writes back every word unchanged. a must be C-contiguous,
-// writeable and hold whole, aligned 8-byte words (any dtype). `mask`, 0 for
-// the ceilings, lets tests see every word reached: fill writes it, touch
-// XORs each word with it.
-void memory_pass(py::array a, const std::string& kind, std::uint64_t mask) {
+// "touch" reads and writes back every word unchanged, "read" reads every
+// word. a must be C-contiguous, writeable and hold whole, aligned 8-byte
+// words (any dtype). `mask`, 0 for the ceilings, lets tests see every word
+// reached: fill writes it, touch XORs each word with it. Returns mask ^ the
+// XOR of a's words for "read", else 0.
+std::uint64_t memory_pass(py::array a, const std::string& kind, std::uint64_t mask) {
     require_writeable(a, "a");
     const auto bytes = static_cast<std::int64_t>(a.nbytes());
     if (!(a.flags() & py::array::c_style) || bytes % 8 != 0 || reinterpret_cast<std::uintptr_t>(a.data()) % 8 != 0)
@@ -23,11 +24,12 @@ void memory_pass(py::array a, const std::string& kind, std::uint64_t mask) {
     MemoryPassFn pass = nullptr;
     if (kind == "fill") pass = k.fill;
     else if (kind == "touch") pass = k.touch;
-    else throw std::invalid_argument("kind must be 'fill' or 'touch', got '" + kind + "'");
+    else if (kind == "read") pass = k.read;
+    else throw std::invalid_argument("kind must be 'fill', 'touch' or 'read', got '" + kind + "'");
     auto* data = static_cast<std::uint64_t*>(a.mutable_data());
     const int threads = num_threads();
     py::gil_scoped_release release;
-    pass(data, bytes / 8, mask, threads);
+    return pass(data, bytes / 8, mask, threads);
 }
 
 }  // namespace

@@ -14,15 +14,19 @@
 namespace posenc {
 
 // Over `words` 8-byte words on `threads` threads (fill in even halves, touch
-// in claimed blocks: memory.cpp):
+// and read in claimed blocks: memory.cpp):
 // fill writes mask (zeros for the ceilings; write only), touch reads each
 // word and writes back x ^ mask (unchanged for the ceilings: a run-time zero
-// mask, which no compiler can elide).
-using MemoryPassFn = void (*)(std::uint64_t* data, std::int64_t words, std::uint64_t mask, int threads);
+// mask, which no compiler can elide), read reads each word (read only: the
+// input of a function that returns a new array) and returns mask ^ the XOR
+// of them all, which keeps the loads from being elided. fill and touch
+// return 0.
+using MemoryPassFn = std::uint64_t (*)(std::uint64_t* data, std::int64_t words, std::uint64_t mask, int threads);
 
 struct MemoryKernels {
     MemoryPassFn fill;
     MemoryPassFn touch;
+    MemoryPassFn read;
 };
 
 POSENC_DECLARE_KERNELS(MemoryKernels, memory)
