@@ -202,8 +202,9 @@ def test_bench_times_posenc_apart_from_every_baseline(monkeypatch):
 
 @pytest.mark.skipif(not hasattr(posenc._backend.native, "memory_pass"), reason="needs the native core")
 def test_memory_ceilings_reach_every_word():
-    """The ceilings' passes (a fill; a read-modify-write in blocks the threads claim) reach every word
-    once, on buffers of a block and less, of many blocks, and of a part block more, at 1 and 2 threads."""
+    """The ceilings' passes (a fill; a read-modify-write and a read in blocks the threads claim) reach
+    every word once, on buffers of a block and less, of many blocks, and of a part block more, at 1 and 2
+    threads."""
     memory_pass = posenc._backend.native.memory_pass
     rng = np.random.default_rng(0)
     try:
@@ -216,6 +217,10 @@ def test_memory_ceilings_reach_every_word():
                 np.testing.assert_array_equal(data, original ^ np.uint64(0xF0F0F0F0F0F0F0F0))
                 memory_pass(data, "touch")
                 np.testing.assert_array_equal(data, original ^ np.uint64(0xF0F0F0F0F0F0F0F0))
+                xor = int(np.bitwise_xor.reduce(data))
+                assert memory_pass(data, "read") == xor
+                assert memory_pass(data, "read", 0xF0F0) == xor ^ 0xF0F0
+                np.testing.assert_array_equal(data, original ^ np.uint64(0xF0F0F0F0F0F0F0F0))  # read only
                 memory_pass(data, "fill", 7)
                 assert (data == 7).all()
                 memory_pass(data, "fill")
@@ -274,3 +279,18 @@ def test_measure_restores_each_function_with_its_own_reset_and_rotates_the_order
     resets = {name: (lambda n=name: calls.append(n.upper())) for name in "abc"}
     measure(fns, repeat=3, reset=resets, pause=0)
     assert "".join(calls) == "AaBbCc" + "AaBbCc" + "BbCcAa" + "CcAaBb"  # a warm-up call each, then three rounds
+
+
+@pytest.mark.skipif(not hasattr(posenc._backend.native, "memory_pass"), reason="needs the native core")
+def test_read_alloc_ceiling_reads_the_input_and_allocates_the_result():
+    """``read+alloc`` (functions returning a new array from a larger input, as embedding_grad) reads every
+    word of the input, leaves it as it was, and allocates and fills the result's bytes."""
+    from posenc._bench.timing import ceiling
+
+    source = np.random.default_rng(1).integers(0, 2**63, 3 << 17, dtype=np.uint64)
+    original = source.copy()
+    read, _ = ceiling("read+alloc", (source.view(np.float32), 1 << 20))()
+    assert read == int(np.bitwise_xor.reduce(original))
+    np.testing.assert_array_equal(source, original)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        ceiling("read+alloc", (source[::2], 1 << 20))

@@ -47,8 +47,10 @@ class Case(NamedTuple):
     kernel: str  # the row of the ISA table ("apply_rope GPT-J")
     shape: str  # "[1, 2048, 32, 128] in place"
     dtype: str
-    ceiling: str  # "fill", "rmw" or "alloc" (see timing.ceiling)
-    target: Any  # fill/rmw: the very buffer posenc writes; alloc: the bytes of the array posenc returns
+    ceiling: str  # "fill", "rmw", "alloc" or "read+alloc" (see timing.ceiling)
+    # fill/rmw: the very buffer posenc writes; alloc: the bytes of the array posenc returns;
+    # read+alloc: (the array posenc reads, those bytes)
+    target: Any
     nbytes: int  # bytes posenc moves (read + written), for GB/s
     posenc: Timed
     baselines: Dict[str, Timed]  # keys from BASELINES
@@ -478,10 +480,10 @@ def learned(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
     return [
         Case("embedding_add", f"{list(x.shape)} in place", name, "rmw", x, 2 * x.nbytes,
              lambda: posenc.embedding_add(x, table, pos, out=x), add_base),
-        Case("embedding_grad", f"{2 * n} rows -> [{n}, {dim}]", name, "alloc", n * dim * item, grad.nbytes + n * dim * item,
-             lambda: posenc.embedding_grad(grad, gpos, n), grad_base),
-        Case("resize_table", f"[{n}, {dim}] -> {2 * n} linear", name, "alloc", 2 * table.nbytes, 3 * table.nbytes,
-             lambda: posenc.resize_table(table, 2 * n), resize_base),
+        Case("embedding_grad", f"{2 * n} rows -> [{n}, {dim}]", name, "read+alloc", (grad, n * dim * item),
+             grad.nbytes + n * dim * item, lambda: posenc.embedding_grad(grad, gpos, n), grad_base),
+        Case("resize_table", f"[{n}, {dim}] -> {2 * n} linear", name, "read+alloc", (table, 2 * table.nbytes),
+             3 * table.nbytes, lambda: posenc.resize_table(table, 2 * n), resize_base),
     ]
 
 

@@ -15,19 +15,19 @@ def _ms(seconds: Optional[float], width: int = 9) -> str:
 
 def case_header(width: int) -> str:
     others = " ".join(f"{name + ' ms':>9s}" for name in BASELINES)
-    return (f"{'case':{width}s} {'dtype':8s} {'posenc ms':>9s} {'GB/s':>6s} {'ceiling ms':>10s} {'of ceiling':>14s} "
+    return (f"{'case':{width}s} {'dtype':8s} {'posenc ms':>9s} {'GB/s':>6s} {'ceiling ms':>10s} {'of ceiling':>19s} "
             f"{others} {'best other':>10s}")
 
 
 def case_line(row: Row, width: int) -> str:
     """One case: posenc, its ceiling and share of it, each baseline, and the best baseline's time ÷ posenc's."""
     t = row["posenc_s"]
-    share = f"{row['ceiling_s'] / t:5.0%} of {row['ceiling']:5s}"
+    share = f"{row['ceiling_s'] / t:5.0%} of {row['ceiling']:10s}"
     others = " ".join(_ms(row["baselines"].get(name)) for name in BASELINES)
     times = [s for s in row["baselines"].values() if s is not None]
     best = f"{min(times) / t:9.2f}x" if times else f"{'-':>10s}"
     return (f"{row['case']:{width}s} {row['dtype']:8s} {_ms(t)} {row['nbytes'] / t / 1e9:6.1f} {_ms(row['ceiling_s'], 10)} "
-            f"{share:>14s} {others} {best}")
+            f"{share:>19s} {others} {best}")
 
 
 def dtype_table(rows: Sequence[Row], stream: TextIO, how: str = "each dtype's cases in turn") -> None:

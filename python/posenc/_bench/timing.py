@@ -136,7 +136,13 @@ def ceiling(kind: str, target: Any) -> Timed:
     ``fill``: write every byte of the array ``target`` (an ``out=`` the kernel
     writes); ``rmw``: read and write back every byte of ``target`` unchanged
     (in-place work); ``alloc``: allocate ``target`` bytes and write them (a
-    function returning a new array, first-touch page faults included).
+    function returning a new array, first-touch page faults included);
+    ``read+alloc``: read every byte of the array ``target[0]``, then the
+    ``alloc`` pass of ``target[1]`` bytes (a function that reads an input
+    larger than its new result, as ``embedding_grad`` reads twice the rows it
+    writes: ``alloc`` alone counts only the result's bytes). The two run one
+    after the other; bound by memory, that is their bytes over the
+    bandwidth, which a kernel streaming its input into its result shares too.
     Passes run on the widest path the CPU has, whatever path posenc's kernels
     are forced to.
     """
@@ -144,10 +150,20 @@ def ceiling(kind: str, target: Any) -> Timed:
 
     if kind == "alloc":
         return lambda: native.memory_pass(np.empty(max(int(target) // 8, 1), np.uint64), "fill")
-    words = _words(target)
+    if kind == "read+alloc":
+        source, result_bytes = target
+        read, alloc = _pass(source, "read"), ceiling("alloc", result_bytes)
+        return lambda: (read(), alloc())
+    return _pass(target, {"fill": "fill", "rmw": "touch"}[kind])
+
+
+def _pass(a: np.ndarray, mode: str) -> Timed:
+    """native.memory_pass(mode) over the words of the array ``a``."""
+    from .._backend import native
+
+    words = _words(a)
     if words is None:
         raise ValueError("a ceiling buffer must be C-contiguous and 8-byte aligned")
-    mode = {"fill": "fill", "rmw": "touch"}[kind]
     return lambda: native.memory_pass(words, mode)
 
 
