@@ -32,7 +32,9 @@ inline void embed_row(const T* t, std::int64_t tcs, const T* x, std::int64_t xcs
 // positions[i]. Work items are (i, slice of o) pairs, i outermost: each table
 // row is read from memory once and reused, from cache, for all the rows that
 // share it (every batch when positions are [seq]). A short `period` with many
-// repeats is cut into slices so that every thread still gets work.
+// repeats is cut into slices so that every thread still gets work. Where
+// that keeps too many rows far apart in flight (many batches), rows go in
+// memory order instead (run_in_memory_order, below).
 // Measured against this order on an Intel Xeon (AVX-512 path, float32 [4,
 // 2048, 1024] in place, 2 threads, calls alternated with a read-modify-write
 // pass of x, bests of 3 x 40): blocks of 8, 32 or 128 positions, each
@@ -58,11 +60,56 @@ inline void embed_row(const T* t, std::int64_t tcs, const T* x, std::int64_t xcs
 // [8, 512, 768]; later, when it ran fast, 0.92-0.99x, 0.89-0.97x and
 // 0.89-0.93x. Blocks of 256 KiB or 4 MiB measured about the same as 1 MiB.
 constexpr std::int64_t kRunBlockBytes = std::int64_t(1) << 20;
+
+// The operand's rows in memory order instead, each with its table row, in
+// the same claimed blocks (as PyTorch's broadcast add goes): `run` with many
+// batches keeps batches × threads rows far apart in flight, more streams
+// than the hardware prefetchers follow: on an AMD EPYC Zen 4 (float32, 2
+// threads) it fell to 0.33-0.49 of the read-modify-write pass on [16 to 64,
+// seq, dim], where this order reaches 0.43-0.75. Position by position stays
+// where its rows in flight are few (learned_position_streams(): 8 on the
+// Zen 4, batches × threads; unlimited on CPUs not measured): there this
+// order, which reads each table row once per batch, took 0.97-1.30x its time
+// (median 1.15; float32 [4, 2048, 1024] at 1 and 2 threads, float16 at 2,
+// [2, 2048, 4096] at 2, [8, 1024, 768] at 1). Time ÷ the time position by position, calls switched
+// one by one, x restored before each, best of 25, two runs, on [32, 512,
+// 768], [8, 1024, 768], [64, 128, 768], [16, 128, 1024], [8, 512, 768] and
+// [16, 2048, 1024]: at 2 threads float32 0.50-0.87, float16 0.55-0.92,
+// bfloat16 0.56-1.04, float64 0.55-0.77; at 1 thread (16 or more batches)
+// float32 0.53-0.75 and float16 0.45-0.78, but [16, 128, 1024] 0.95-1.12.
+// Blocks of 64 to 768 KiB of table rows, each added batch by batch, ran
+// between the two orders ([32, 512, 768] float32 at 2 threads: 0.52-0.76 of
+// the pass, the larger blocks the faster, against 0.46-0.53 position by
+// position and 0.67-0.78 in memory order).
+template <bool kAdd, class T>
+void run_in_memory_order(const EmbeddingArgs& a, const T* x, const RowLayout* xl, T* out, const RowLayout& ol) {
+    const T* table = static_cast<const T*>(a.table);
+    const bool contiguous = a.table_col_stride == 1 && ol.col_stride == 1 && (!kAdd || xl->col_stride == 1);
+    const std::int64_t xcs = kAdd ? xl->col_stride : 0;
+    parallel_blocks(ol.batches * a.rows, a.dim * static_cast<std::int64_t>(sizeof(T)), kRunBlockBytes, a.dim,
+                    [&](std::int64_t begin, std::int64_t end) {
+                        std::int64_t b = begin / a.rows, r = begin % a.rows, i = begin % a.period;
+                        for (std::int64_t k = begin; k < end; ++k) {
+                            const T* t = table + a.positions[i] * a.table_row_stride;
+                            T* orow = out + ol.batch_offsets[b] + r * ol.row_stride;
+                            const T* xrow = kAdd ? x + xl->batch_offsets[b] + r * xl->row_stride : nullptr;
+                            if (contiguous) embed_row<kAdd, true>(t, 1, xrow, 1, orow, 1, a.dim);
+                            else embed_row<kAdd, false>(t, a.table_col_stride, xrow, xcs, orow, ol.col_stride, a.dim);
+                            if (++i == a.period) i = 0;
+                            if (++r == a.rows) {
+                                r = 0;
+                                ++b;
+                            }
+                        }
+                    });
+}
+
 template <bool kAdd, class T>
 void run(const EmbeddingArgs& a, const T* x, const RowLayout* xl, T* out, const RowLayout& ol) {
     const std::int64_t total = ol.batches * a.rows;
     const std::int64_t period = a.period, repeats = total / period;
     const int threads = plan_threads(total, a.dim);
+    if (repeats * threads > learned_position_streams()) return run_in_memory_order<kAdd>(a, x, xl, out, ol);
     const std::int64_t slices = period < threads ? (repeats < threads ? repeats : threads) : 1;
     const std::int64_t items = period * slices;
     const T* table = static_cast<const T*>(a.table);

@@ -24,7 +24,8 @@ const char* isa_name(Isa isa);
 void select_isa(const std::string& name);
 // How many bytes of rows ahead the sinusoidal sum prefetches, whether the
 // learned table's sum prefetches the row it adds next (prefetch.hpp says why),
-// whether the relative adds prefetch a page ahead and whether the relative
+// how many rows far apart the learned tables keep in flight before going in
+// memory order (learned.cpp), whether the relative adds prefetch a page ahead and whether the relative
 // blocks copy rows by a loop rather than memcpy (relative.cpp): per-CPU
 // choices made once, like the ISA's. So is whether the float32
 // and float64 sinusoidal sums of the AVX-512 copy interleave each row's
@@ -33,6 +34,7 @@ void select_isa(const std::string& name);
 // either way), never while a kernel runs.
 std::int64_t rows_ahead_bytes();
 bool learned_sum_prefetches();
+std::int64_t learned_position_streams();
 bool relative_adds_prefetch();
 bool rows_copied_by_loop();
 extern bool g_sum_interleaves_in_registers;
