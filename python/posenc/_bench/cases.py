@@ -452,13 +452,20 @@ def learned(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
     x = _random((batch, seq, dim), dtype, seed=1)
     first = 17
     pos = np.arange(first, first + seq)
+    # BERT-base's positions added to a batch of 32 (many batches: learned.cpp's run_in_memory_order).
+    bert_batch, bert_seq = _sized(quick, (32, 512), (16, 128))
+    bert_table = _random((512, 768), dtype, seed=4)
+    bert_x = _random((bert_batch, bert_seq, 768), dtype, seed=5)
+    bert_pos = np.arange(bert_seq)
     grad = _random((2 * n, dim), dtype, seed=2)
     gpos = np.random.default_rng(3).integers(0, n, 2 * n)
     add_base: Dict[str, Timed] = {}
     grad_base: Dict[str, Timed] = {}
     resize_base: Dict[str, Timed] = {}
+    bert_base: Dict[str, Timed] = {}
     if _numpy_ok(dtype):
         add_base["numpy"] = lambda: np.add(x, table[first:first + seq], out=x)
+        bert_base["numpy"] = lambda: np.add(bert_x, bert_table[:bert_seq], out=bert_x)
 
         def add_at() -> object:
             out = np.zeros((n, dim), dtype)
@@ -471,6 +478,9 @@ def learned(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
         x_t, table_t, pos_t, grad_t, gpos_t = t(x), t(table), torch.from_numpy(pos), t(grad), torch.from_numpy(gpos)
         add_base["torch"] = lambda: x_t.add_(table_t[first:first + seq])
         add_base["HF"] = lambda: x_t.add_(table_t[pos_t])  # nn.Embedding's gather
+        bert_x_t, bert_table_t, bert_pos_t = t(bert_x), t(bert_table), torch.from_numpy(bert_pos)
+        bert_base["torch"] = lambda: bert_x_t.add_(bert_table_t[:bert_seq])
+        bert_base["HF"] = lambda: bert_x_t.add_(bert_table_t[bert_pos_t])
         grad_base["torch"] = lambda: torch.zeros(n, dim, dtype=grad_t.dtype).index_add_(0, gpos_t, grad_t)
         if dtype != np.float16:  # PyTorch's CPU linear interpolation has no float16 kernel
             resize_base["torch"] = lambda: torch.nn.functional.interpolate(
@@ -480,6 +490,8 @@ def learned(quick: bool, dtype: np.dtype, torch: Any) -> List[Case]:
     return [
         Case("embedding_add", f"{list(x.shape)} in place", name, "rmw", x, 2 * x.nbytes,
              lambda: posenc.embedding_add(x, table, pos, out=x), add_base),
+        Case("embedding_add", f"{list(bert_x.shape)} in place", name, "rmw", bert_x, 2 * bert_x.nbytes,
+             lambda: posenc.embedding_add(bert_x, bert_table, bert_pos, out=bert_x), bert_base),
         Case("embedding_grad", f"{2 * n} rows -> [{n}, {dim}]", name, "read+alloc", (grad, n * dim * item),
              grad.nbytes + n * dim * item, lambda: posenc.embedding_grad(grad, gpos, n), grad_base),
         Case("resize_table", f"[{n}, {dim}] -> {2 * n} linear", name, "read+alloc", (table, 2 * table.nbytes),
