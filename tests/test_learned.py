@@ -126,6 +126,31 @@ def test_add_strided_view_of_a_fused_buffer(isa):
     np.testing.assert_array_equal(buf[:, :, 1], before[:, :, 1] + table[5:55])
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "strided x", "strided table", "new array"])
+def test_add_over_many_batches_at_every_thread_count(isa, dtype, layout):
+    """Many batches sharing [seq] positions (where rows may go in memory order rather than position by
+    position, learned.cpp): every row gets its own position's row, at 1, 2 and 3 threads, blocks of
+    rows split across threads and across batches, in place or not."""
+    rng = np.random.default_rng(7)
+    batches, seq, dim = 12, 300, 96  # 1.3 MiB of float32: blocks of 1 MiB cut a batch
+    table = random_table(rng, 400, dim, dtype)
+    positions = rng.permutation(400)[:seq]
+    x0 = (rng.standard_normal((batches, seq, dim)) * 4).astype(dtype)
+    expected = (x0 + table[positions]).astype(dtype)
+    try:
+        for threads in (1, 2, 3):
+            posenc.set_num_threads(threads)
+            x = x0.copy()
+            t = strided_view(table, rng) if layout == "strided table" else table
+            if layout == "strided x":
+                x = strided_view(x, rng)
+            got = posenc.embedding_add(x, t, positions) if layout == "new array" else posenc.embedding_add(x, t, positions, out=x)
+            assert_bitwise_equal(np.asarray(got), expected)
+    finally:
+        posenc.set_num_threads(None)
+
+
 def test_misaligned_byteswapped_and_torch(isa):
     raw = np.zeros(4 * 10 * 8 + 1, np.uint8)
     x = np.frombuffer(raw.data, dtype=np.float32, count=80, offset=1).reshape(10, 8)
