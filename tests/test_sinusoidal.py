@@ -255,6 +255,36 @@ def test_add_interleaved_in_registers_or_in_memory(native_isa, batches, dim, dty
     assert_close_to_float64(results[0], exact, angle_slack(float(pos.max())))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("interleaved", [True, False])
+def test_add_over_many_batches_at_every_thread_count(isa, dtype, interleaved):
+    """Many batches (which float32/float64 sums may cut into groups, each computing its rows' angles again:
+    sinusoidal.cpp's run): every batch gets the same bits as that batch summed alone, at 1, 2 and 3 threads,
+    in place, into a new array and on a strided view; those are the reference's in float32, and within the
+    anchored recurrence's budget of float64 truth in float64."""
+    rng = np.random.default_rng(11)
+    x0 = (rng.standard_normal((13, 100, 96)) * 3).astype(dtype)
+    kw = dict(offset=37, scale=0.5, interleaved=interleaved)
+    expected = np.stack([posenc.add_sinusoidal(x0[b:b + 1], **kw)[0] for b in range(len(x0))])
+    if dtype == np.float32:
+        assert_bitwise_equal(expected, ref.add_sinusoidal(x0, **kw))
+    else:
+        pos = 37 + np.arange(100, dtype=np.float64)
+        exact = 0.5 * x0 + exact_table(pos, ref.sinusoidal_frequencies(96), interleaved)
+        assert_close_to_float64(expected, exact, angle_slack(float(pos.max())))
+    try:
+        for threads in (1, 2, 3):
+            posenc.set_num_threads(threads)
+            assert_bitwise_equal(posenc.add_sinusoidal(x0, **kw), expected)
+            x = x0.copy()
+            assert posenc.add_sinusoidal(x, out=x, **kw) is x
+            assert_bitwise_equal(x, expected)
+            view = strided_view(x0, rng)
+            assert_bitwise_equal(posenc.add_sinusoidal(view, out=view, **kw), expected)
+    finally:
+        posenc.set_num_threads(None)
+
+
 def test_add_strided_views_of_a_fused_buffer(isa):
     """A slice of a larger buffer is updated in place and its neighbours are untouched."""
     buf = np.random.default_rng(4).standard_normal((2, 50, 3, 64)).astype(np.float32)

@@ -106,6 +106,7 @@ const bool g_learned_sum_prefetches = !amd_cpu();                             //
 // AMD's family 0x19 with AVX-512: Zen 4 (Zen 3, also 0x19, has none).
 const bool g_zen4 = g_cpu == Isa::avx512 && amd_cpu() && cpu_family() == 0x19;
 const std::int64_t g_learned_position_streams = g_zen4 ? 8 : INT64_MAX;  // learned.cpp's run_in_memory_order says why
+const std::int64_t g_sum_batches_per_item = g_zen4 ? 4 : INT64_MAX;  // sinusoidal.cpp's run says why
 const bool g_relative_adds_prefetch = !g_zen4;  // relative.cpp says why
 const bool g_rows_copied_by_loop = amd_cpu();    // so does this
 const Isa g_best = widest_built(g_cpu);
@@ -138,6 +139,7 @@ void use_bfloat16_instructions(bool on) {
 std::int64_t rows_ahead_bytes() { return g_rows_ahead_bytes; }
 bool learned_sum_prefetches() { return g_learned_sum_prefetches; }
 std::int64_t learned_position_streams() { return g_learned_position_streams; }
+std::int64_t sum_batches_per_item() { return g_sum_batches_per_item; }
 bool relative_adds_prefetch() { return g_relative_adds_prefetch; }
 bool rows_copied_by_loop() { return g_rows_copied_by_loop; }
 

@@ -790,12 +790,29 @@ inline void table_row_ahead(const double* s, const double* c, std::int64_t half,
 // batches [b0, b1) of every operand, so a row's sines are computed once for
 // all batches. Work items are (block, batch slice) pairs, so a short
 // sequence with many batches still uses every thread.
+// A float32/float64 sum's item adds its rows to at most
+// sum_batches_per_item() batches (4 on an AMD EPYC Zen 4, unlimited
+// elsewhere: not measured), though each further slice computes the block's
+// angles again: with every batch's row of a position added in turn, the
+// rows far apart in flight outnumber what the hardware prefetchers follow,
+// as in learned.cpp's run_in_memory_order. On the Zen 4 (calls switched one
+// by one, x restored before each, best of 20, two runs; [32, 512, 768], [64,
+// 128, 768], [16, 1024, 1024], [8, 1024, 768]) groups of 4 took, as a share
+// of the time with every batch in one item: float32 at 2 threads 0.68-1.03
+// (interleaved rows; split rows 0.73-0.82), at 1 thread 0.71-0.97; float64
+// at 2 threads 0.84-0.99. Groups of 8 measured as one item, of 2 between.
+// float16 sums, bound by their arithmetic, took 1.09-1.32x the time in
+// groups of 4, so the narrow formats keep every batch in one item.
 template <bool kAdd, bool kInterleaved, class T>
 void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl, T* out, const RowLayout& ol) {
     const std::int64_t half = a.half;
     const std::int64_t blocks = (a.rows + kAnchorRows - 1) / kAnchorRows;
     int threads = plan_threads(blocks * ol.batches, kAnchorRows * (a.cols + 4));
-    const std::int64_t slices = blocks < threads ? (ol.batches < threads ? ol.batches : threads) : 1;
+    std::int64_t slices = blocks < threads ? (ol.batches < threads ? ol.batches : threads) : 1;
+    if (kAdd && !kNarrowFormat<T>) {  // float32/float64 sums: at most sum_batches_per_item() batches an item
+        const std::int64_t most = sum_batches_per_item(), fewest = (ol.batches + most - 1) / most;
+        slices = slices > fewest ? slices : fewest;
+    }
     const std::int64_t items = blocks * (slices > 0 ? slices : 1);
     threads = threads < items ? threads : static_cast<int>(items);
 

@@ -25,7 +25,9 @@ void select_isa(const std::string& name);
 // How many bytes of rows ahead the sinusoidal sum prefetches, whether the
 // learned table's sum prefetches the row it adds next (prefetch.hpp says why),
 // how many rows far apart the learned tables keep in flight before going in
-// memory order (learned.cpp), whether the relative adds prefetch a page ahead and whether the relative
+// memory order (learned.cpp), to how many batches one work item of a
+// float32/float64 sinusoidal sum adds its rows (sinusoidal.cpp), whether the
+// relative adds prefetch a page ahead and whether the relative
 // blocks copy rows by a loop rather than memcpy (relative.cpp): per-CPU
 // choices made once, like the ISA's. So is whether the float32
 // and float64 sinusoidal sums of the AVX-512 copy interleave each row's
@@ -35,6 +37,7 @@ void select_isa(const std::string& name);
 std::int64_t rows_ahead_bytes();
 bool learned_sum_prefetches();
 std::int64_t learned_position_streams();
+std::int64_t sum_batches_per_item();
 bool relative_adds_prefetch();
 bool rows_copied_by_loop();
 extern bool g_sum_interleaves_in_registers;
