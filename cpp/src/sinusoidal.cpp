@@ -810,7 +810,7 @@ void run(const SinusoidalArgs& a, double scale, const T* x, const RowLayout* xl,
     int threads = plan_threads(blocks * ol.batches, kAnchorRows * (a.cols + 4));
     std::int64_t slices = blocks < threads ? (ol.batches < threads ? ol.batches : threads) : 1;
     if (kAdd && !kNarrowFormat<T>) {  // float32/float64 sums: at most sum_batches_per_item() batches an item
-        const std::int64_t most = sum_batches_per_item(), fewest = (ol.batches + most - 1) / most;
+        const std::int64_t most = sum_batches_per_item(), fewest = ol.batches / most + (ol.batches % most != 0);
         slices = slices > fewest ? slices : fewest;
     }
     const std::int64_t items = blocks * (slices > 0 ? slices : 1);
