@@ -27,6 +27,10 @@ PYBIND11_MODULE(_native, m) {
     m.def("use_sum_interleaves_in_registers", &posenc::use_sum_interleaves_in_registers, py::arg("on"));
     m.def("prefetch_far_into_l2", &posenc::prefetch_far_into_l2);
     m.def("use_prefetch_far_into_l2", &posenc::use_prefetch_far_into_l2, py::arg("on"));
+    m.def("learned_position_streams", &posenc::learned_position_streams);
+    m.def("use_learned_position_streams", &posenc::use_learned_position_streams, py::arg("n"));
+    m.def("sum_batches_per_item", &posenc::sum_batches_per_item);
+    m.def("use_sum_batches_per_item", &posenc::use_sum_batches_per_item, py::arg("n"));
     m.def("set_num_threads", &posenc::set_num_threads, py::arg("n"));
     m.def("get_num_threads", &posenc::num_threads);
     m.def("have_openmp", &posenc::have_openmp);

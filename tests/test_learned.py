@@ -128,10 +128,17 @@ def test_add_strided_view_of_a_fused_buffer(isa):
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("layout", ["contiguous", "strided x", "strided table", "new array"])
-def test_add_over_many_batches_at_every_thread_count(isa, dtype, layout):
-    """Many batches sharing [seq] positions (where rows may go in memory order rather than position by
-    position, learned.cpp): every row gets its own position's row, at 1, 2 and 3 threads, blocks of
-    rows split across threads and across batches, in place or not."""
+@pytest.mark.parametrize("streams", [0, 8, 2**63 - 1])  # always in memory order, the Zen 4's limit, never
+def test_add_over_many_batches_at_every_thread_count(isa, dtype, layout, streams):
+    """Many batches sharing [seq] positions (rows in memory order past `streams` rows far apart in flight,
+    position by position below it: learned.cpp): every row gets its own position's row, at 1, 2 and 3
+    threads, blocks of rows split across threads and across batches, in place or not."""
+    from posenc import _backend
+
+    if _backend.native is None:
+        pytest.skip("needs the native core")
+    previous = _backend.native.learned_position_streams()
+    _backend.native.use_learned_position_streams(streams)
     rng = np.random.default_rng(7)
     batches, seq, dim = 12, 300, 96  # 1.3 MiB of float32: blocks of 1 MiB cut a batch
     table = random_table(rng, 400, dim, dtype)
@@ -149,6 +156,7 @@ def test_add_over_many_batches_at_every_thread_count(isa, dtype, layout):
             assert_bitwise_equal(np.asarray(got), expected)
     finally:
         posenc.set_num_threads(None)
+        _backend.native.use_learned_position_streams(previous)
 
 
 def test_misaligned_byteswapped_and_torch(isa):

@@ -257,15 +257,20 @@ def test_add_interleaved_in_registers_or_in_memory(native_isa, batches, dim, dty
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("interleaved", [True, False])
-def test_add_over_many_batches_at_every_thread_count(isa, dtype, interleaved):
-    """Many batches (which float32/float64 sums may cut into groups, each computing its rows' angles again:
-    sinusoidal.cpp's run): every batch gets the same bits as that batch summed alone, at 1, 2 and 3 threads,
+@pytest.mark.parametrize("most", [1, 4, 2**63 - 1])  # batches per work item: one, the Zen 4's limit, all
+def test_add_over_many_batches_at_every_thread_count(native_isa, dtype, interleaved, most):
+    """Many batches (which float32/float64 sums cut into groups of at most `most`, each computing its rows'
+    angles again: sinusoidal.cpp's run): every batch gets the same bits as that batch summed alone, at 1, 2 and 3 threads,
     in place, into a new array and on a strided view; those are the reference's in float32, and within the
     anchored recurrence's budget of float64 truth in float64."""
+    from posenc import _backend
+
+    previous = _backend.native.sum_batches_per_item()
     rng = np.random.default_rng(11)
     x0 = (rng.standard_normal((13, 100, 96)) * 3).astype(dtype)
     kw = dict(offset=37, scale=0.5, interleaved=interleaved)
     expected = np.stack([posenc.add_sinusoidal(x0[b:b + 1], **kw)[0] for b in range(len(x0))])
+    _backend.native.use_sum_batches_per_item(most)
     if dtype == np.float32:
         assert_bitwise_equal(expected, ref.add_sinusoidal(x0, **kw))
     else:
@@ -283,6 +288,7 @@ def test_add_over_many_batches_at_every_thread_count(isa, dtype, interleaved):
             assert_bitwise_equal(posenc.add_sinusoidal(view, out=view, **kw), expected)
     finally:
         posenc.set_num_threads(None)
+        _backend.native.use_sum_batches_per_item(previous)
 
 
 def test_add_strided_views_of_a_fused_buffer(isa):

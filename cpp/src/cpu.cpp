@@ -105,8 +105,6 @@ const std::int64_t g_rows_ahead_bytes = amd_cpu() ? 16 * 1024 : 4 * 1024;  // pr
 const bool g_learned_sum_prefetches = !amd_cpu();                             // so does this
 // AMD's family 0x19 with AVX-512: Zen 4 (Zen 3, also 0x19, has none).
 const bool g_zen4 = g_cpu == Isa::avx512 && amd_cpu() && cpu_family() == 0x19;
-const std::int64_t g_learned_position_streams = g_zen4 ? 8 : INT64_MAX;  // learned.cpp's run_in_memory_order says why
-const std::int64_t g_sum_batches_per_item = g_zen4 ? 4 : INT64_MAX;  // sinusoidal.cpp's run says why
 const bool g_relative_adds_prefetch = !g_zen4;  // relative.cpp says why
 const bool g_rows_copied_by_loop = amd_cpu();    // so does this
 const Isa g_best = widest_built(g_cpu);
@@ -125,6 +123,23 @@ bool g_sum_interleaves_in_registers = g_zen4;
 
 void use_sum_interleaves_in_registers(bool on) { g_sum_interleaves_in_registers = on; }
 
+// Measured on AMD's Zen 4 only (learned.cpp's run_in_memory_order,
+// sinusoidal.cpp's run); elsewhere no limit, the order as before. Tests set
+// them both ways (the same bits either way).
+std::int64_t g_learned_position_streams = g_zen4 ? 8 : INT64_MAX;
+std::int64_t g_sum_batches_per_item = g_zen4 ? 4 : INT64_MAX;
+
+std::int64_t learned_position_streams() { return g_learned_position_streams; }
+std::int64_t sum_batches_per_item() { return g_sum_batches_per_item; }
+void use_learned_position_streams(std::int64_t n) {
+    if (n < 0) throw std::invalid_argument("learned_position_streams must be at least 0");
+    g_learned_position_streams = n;
+}
+void use_sum_batches_per_item(std::int64_t n) {
+    if (n < 1) throw std::invalid_argument("sum_batches_per_item must be at least 1");
+    g_sum_batches_per_item = n;
+}
+
 // On where measured faster (prefetch.hpp): AMD's Zen 4. Zen 5 and Intel's
 // CPUs were not measured with it.
 bool g_prefetch_far_into_l2 = g_zen4;
@@ -138,8 +153,6 @@ void use_bfloat16_instructions(bool on) {
 
 std::int64_t rows_ahead_bytes() { return g_rows_ahead_bytes; }
 bool learned_sum_prefetches() { return g_learned_sum_prefetches; }
-std::int64_t learned_position_streams() { return g_learned_position_streams; }
-std::int64_t sum_batches_per_item() { return g_sum_batches_per_item; }
 bool relative_adds_prefetch() { return g_relative_adds_prefetch; }
 bool rows_copied_by_loop() { return g_rows_copied_by_loop; }
 

@@ -38,6 +38,8 @@ std::int64_t rows_ahead_bytes();
 bool learned_sum_prefetches();
 std::int64_t learned_position_streams();
 std::int64_t sum_batches_per_item();
+void use_learned_position_streams(std::int64_t n);  // n >= 0, else std::invalid_argument
+void use_sum_batches_per_item(std::int64_t n);      // n >= 1, else std::invalid_argument
 bool relative_adds_prefetch();
 bool rows_copied_by_loop();
 extern bool g_sum_interleaves_in_registers;
