@@ -71,10 +71,10 @@ constexpr std::int64_t kRunBlockBytes = std::int64_t(1) << 20;
 // Zen 4, batches × threads; unlimited on CPUs not measured): there this
 // order, which reads each table row once per batch, took 0.97-1.30x its time
 // (median 1.15; float32 [4, 2048, 1024] at 1 and 2 threads, float16 at 2,
-// [2, 2048, 4096] at 2, [8, 1024, 768] at 1). Time ÷ the time position by position, calls switched
-// one by one, x restored before each, best of 25, two runs, on [32, 512,
-// 768], [8, 1024, 768], [64, 128, 768], [16, 128, 1024], [8, 512, 768] and
-// [16, 2048, 1024]: at 2 threads float32 0.50-0.87, float16 0.55-0.92,
+// [2, 2048, 4096] at 2, [8, 1024, 768] at 1). Time ÷ the time position by
+// position, calls switched one by one, x restored before each, best of 25,
+// two runs, on [32, 512, 768], [8, 1024, 768], [64, 128, 768], [16, 128,
+// 1024], [8, 512, 768] and [16, 2048, 1024]: at 2 threads float32 0.50-0.87, float16 0.55-0.92,
 // bfloat16 0.56-1.04, float64 0.55-0.77; at 1 thread (16 or more batches)
 // float32 0.53-0.75 and float16 0.45-0.78, but [16, 128, 1024] 0.95-1.12.
 // Blocks of 64 to 768 KiB of table rows, each added batch by batch, ran
