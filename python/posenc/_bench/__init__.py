@@ -8,7 +8,7 @@ why). The ceiling is a plain pass
 over the very buffer posenc works on, with posenc's thread count, in the
 same run: ``fill`` for writing an ``out=``, ``rmw`` (read and write back)
 for in-place work, ``alloc`` (allocate and write) for a function returning
-a new array, ``read+alloc`` for one that also reads a larger input. Baselines run with the same
+a new array, ``read+alloc`` for one that also reads an input of its own. Baselines run with the same
 thread count (PyTorch is set to it; NumPy's ufuncs use one thread).
 
 ``isas=["all"]`` runs the cases once per instruction-set path the CPU has,

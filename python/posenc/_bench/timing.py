@@ -138,9 +138,10 @@ def ceiling(kind: str, target: Any) -> Timed:
     (in-place work); ``alloc``: allocate ``target`` bytes and write them (a
     function returning a new array, first-touch page faults included);
     ``read+alloc``: read every byte of the array ``target[0]``, then the
-    ``alloc`` pass of ``target[1]`` bytes (a function that reads an input
-    larger than its new result, as ``embedding_grad`` reads twice the rows it
-    writes: ``alloc`` alone counts only the result's bytes). The two run one
+    ``alloc`` pass of ``target[1]`` bytes (a function that reads an input of
+    its own into its new result: ``embedding_grad`` reads twice the bytes it
+    writes, ``resize_table`` half, and ``alloc`` alone counts only the
+    result's). The two run one
     after the other; bound by memory, that is their bytes over the
     bandwidth, which a kernel streaming its input into its result shares too.
     Passes run on the widest path the CPU has, whatever path posenc's kernels
