@@ -28,6 +28,15 @@ inline void embed_row(const T* t, std::int64_t tcs, const T* x, std::int64_t xcs
     copy_row(reinterpret_cast<U*>(out), ocs, reinterpret_cast<const U*>(t), tcs, dim, rows_copied_by_loop());
 }
 
+// The same in a call's layout: the contiguous instantiation where every
+// operand's columns are (`contiguous`), else the strided one.
+template <bool kAdd, class T>
+inline void embed_row(bool contiguous, const EmbeddingArgs& a, const T* t, const T* x, std::int64_t xcs, T* out,
+                      std::int64_t ocs) {
+    if (contiguous) embed_row<kAdd, true>(t, 1, x, 1, out, 1, a.dim);
+    else embed_row<kAdd, false>(t, a.table_col_stride, x, xcs, out, ocs, a.dim);
+}
+
 // Every operand row k = o·period + i (o < repeats) uses table row
 // positions[i]. Work items are (i, slice of o) pairs, i outermost: each table
 // row is read from memory once and reused, from cache, for all the rows that
@@ -93,8 +102,7 @@ void run_in_memory_order(const EmbeddingArgs& a, const T* x, const RowLayout* xl
                             const T* t = table + a.positions[i] * a.table_row_stride;
                             T* orow = out + ol.batch_offsets[b] + r * ol.row_stride;
                             const T* xrow = kAdd ? x + xl->batch_offsets[b] + r * xl->row_stride : nullptr;
-                            if (contiguous) embed_row<kAdd, true>(t, 1, xrow, 1, orow, 1, a.dim);
-                            else embed_row<kAdd, false>(t, a.table_col_stride, xrow, xcs, orow, ol.col_stride, a.dim);
+                            embed_row<kAdd>(contiguous, a, t, xrow, xcs, orow, ol.col_stride);
                             if (++i == a.period) i = 0;
                             if (++r == a.rows) {
                                 r = 0;
@@ -137,10 +145,8 @@ void run(const EmbeddingArgs& a, const T* x, const RowLayout* xl, T* out, const 
                                     : item + 1 < end ? x_row((item + 1) / slices, first_repeat(item + 1))
                                                      : nullptr;
                     add_rows<true>(xrow, 1, t, 1, orow, 1, a.dim, next);
-                } else if (contiguous) {
-                    embed_row<kAdd, true>(t, 1, xrow, 1, orow, 1, a.dim);
                 } else {
-                    embed_row<kAdd, false>(t, a.table_col_stride, xrow, xcs, orow, ol.col_stride, a.dim);
+                    embed_row<kAdd>(contiguous, a, t, xrow, xcs, orow, ol.col_stride);
                 }
             }
         }
